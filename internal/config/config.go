@@ -1,0 +1,263 @@
+// Package config owns the platform's settings: one typed Config read from the
+// environment (DESIGN §3), overridable by command-line flags that mirror the
+// variables, validated once, and passed down explicitly. There are no globals.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of a platform process.
+type Config struct {
+	Addr        string // AP_ADDR
+	DataDir     string // AP_DATA_DIR
+	DatabaseURL string // AP_DATABASE_URL; empty means a SQLite file in DataDir
+	PublicURL   string // AP_PUBLIC_URL; empty means http://Addr
+	Env         string // AP_ENV: development or production
+	LogLevel    string // AP_LOG_LEVEL: debug, info, warn, error
+
+	// SecretKeys are the AES-256 keys for third-party secrets; the first
+	// encrypts, all decrypt. Filled by LoadSecretKeys.
+	SecretKeys [][]byte
+	// secretKeyText is AP_SECRET_KEY (or the content of AP_SECRET_KEY_FILE).
+	secretKeyText string
+
+	Workers      int    // AP_WORKERS
+	Registration string // AP_REGISTRATION: open or closed
+	RateLimit    int    // AP_RATE_LIMIT, requests per minute per caller
+	// LoginFailureLimit is how many failed logins per minute one IP may make.
+	LoginFailureLimit int           // AP_LOGIN_FAILURE_LIMIT
+	SessionTTL        time.Duration // AP_SESSION_TTL
+
+	OpenAIAPIKey    string // AP_OPENAI_API_KEY
+	OpenAIBaseURL   string // AP_OPENAI_BASE_URL
+	AnthropicAPIKey string // AP_ANTHROPIC_API_KEY
+
+	TLSCert string // AP_TLS_CERT
+	TLSKey  string // AP_TLS_KEY
+
+	// NoWorker makes serve run the API only (serve --no-worker).
+	NoWorker bool
+}
+
+// Production reports whether AP_ENV=production.
+func (c *Config) Production() bool { return c.Env == "production" }
+
+// RegistrationOpen reports whether self-registration is allowed.
+func (c *Config) RegistrationOpen() bool { return c.Registration != "closed" }
+
+// FromEnv reads the configuration from getenv (os.Getenv in main, a map in
+// tests). _FILE variants of secrets are read here.
+func FromEnv(getenv func(string) string) (*Config, error) {
+	c := &Config{
+		Addr:              "127.0.0.1:8080",
+		DataDir:           "./data",
+		Env:               "development",
+		LogLevel:          "info",
+		Workers:           2 * runtime.NumCPU(),
+		Registration:      "open",
+		RateLimit:         600,
+		LoginFailureLimit: 10,
+		SessionTTL:        30 * 24 * time.Hour,
+	}
+	var errs []error
+	str := func(name string, dst *string) {
+		if v := getenv(name); v != "" {
+			*dst = v
+		}
+	}
+	secret := func(name string, dst *string) {
+		str(name, dst)
+		if path := getenv(name + "_FILE"); path != "" {
+			b, err := os.ReadFile(path)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s_FILE: %w", name, err))
+				return
+			}
+			*dst = strings.TrimSpace(string(b))
+		}
+	}
+	integer := func(name string, dst *int) {
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: not an integer: %q", name, v))
+				return
+			}
+			*dst = n
+		}
+	}
+	str("AP_ADDR", &c.Addr)
+	str("AP_DATA_DIR", &c.DataDir)
+	secret("AP_DATABASE_URL", &c.DatabaseURL)
+	str("AP_PUBLIC_URL", &c.PublicURL)
+	str("AP_ENV", &c.Env)
+	str("AP_LOG_LEVEL", &c.LogLevel)
+	secret("AP_SECRET_KEY", &c.secretKeyText)
+	integer("AP_WORKERS", &c.Workers)
+	str("AP_REGISTRATION", &c.Registration)
+	integer("AP_RATE_LIMIT", &c.RateLimit)
+	integer("AP_LOGIN_FAILURE_LIMIT", &c.LoginFailureLimit)
+	if v := getenv("AP_SESSION_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("AP_SESSION_TTL: %w", err))
+		}
+		c.SessionTTL = d
+	}
+	secret("AP_OPENAI_API_KEY", &c.OpenAIAPIKey)
+	str("AP_OPENAI_BASE_URL", &c.OpenAIBaseURL)
+	secret("AP_ANTHROPIC_API_KEY", &c.AnthropicAPIKey)
+	str("AP_TLS_CERT", &c.TLSCert)
+	str("AP_TLS_KEY", &c.TLSKey)
+	return c, errors.Join(errs...)
+}
+
+// BindFlags registers flags that mirror the environment variables, with the
+// current values as defaults, so a flag overrides its variable.
+func (c *Config) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address (AP_ADDR)")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory of the embedded mode's files (AP_DATA_DIR)")
+	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "postgres://… or sqlite:PATH (AP_DATABASE_URL)")
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "external origin (AP_PUBLIC_URL)")
+	fs.StringVar(&c.Env, "env", c.Env, "development or production (AP_ENV)")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (AP_LOG_LEVEL)")
+	fs.IntVar(&c.Workers, "workers", c.Workers, "concurrent activations per worker process (AP_WORKERS)")
+	fs.StringVar(&c.Registration, "registration", c.Registration, "open or closed (AP_REGISTRATION)")
+	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "requests per minute per caller (AP_RATE_LIMIT)")
+	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "certificate file for HTTPS (AP_TLS_CERT)")
+	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "key file for HTTPS (AP_TLS_KEY)")
+}
+
+// Validate checks the settings and fills the derived defaults (public URL).
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Env != "development" && c.Env != "production" {
+		bad("AP_ENV must be development or production, not %q", c.Env)
+	}
+	if c.Registration != "open" && c.Registration != "closed" {
+		bad("AP_REGISTRATION must be open or closed, not %q", c.Registration)
+	}
+	if c.Workers < 1 {
+		bad("AP_WORKERS must be at least 1")
+	}
+	if c.RateLimit < 1 {
+		bad("AP_RATE_LIMIT must be at least 1")
+	}
+	if c.LoginFailureLimit < 1 {
+		bad("AP_LOGIN_FAILURE_LIMIT must be at least 1")
+	}
+	if c.SessionTTL < time.Minute {
+		bad("AP_SESSION_TTL must be at least 1m")
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		bad("AP_TLS_CERT and AP_TLS_KEY go together")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("AP_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
+	}
+	if c.PublicURL == "" {
+		scheme := "http"
+		if c.TLSCert != "" {
+			scheme = "https"
+		}
+		c.PublicURL = scheme + "://" + c.Addr
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		bad("AP_PUBLIC_URL must be an absolute http(s) URL, not %q", c.PublicURL)
+	} else if c.Production() && u.Scheme != "https" {
+		bad("AP_PUBLIC_URL must be https in production")
+	}
+	return errors.Join(errs...)
+}
+
+// DatabaseDSN is the database to open: AP_DATABASE_URL, or the SQLite file
+// in the data directory.
+func (c *Config) DatabaseDSN() string {
+	if c.DatabaseURL != "" {
+		return c.DatabaseURL
+	}
+	return "sqlite:" + filepath.Join(c.DataDir, "agentplatform.db")
+}
+
+// LoadSecretKeys fills SecretKeys from AP_SECRET_KEY, or from
+// DataDir/secret.key, generating that file (mode 0600) on first start.
+func (c *Config) LoadSecretKeys() error {
+	text := c.secretKeyText
+	if text == "" {
+		path := filepath.Join(c.DataDir, "secret.key")
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			text = strings.TrimSpace(string(b))
+		case errors.Is(err, os.ErrNotExist):
+			key := make([]byte, 32)
+			if _, err := rand.Read(key); err != nil {
+				return err
+			}
+			text = base64.StdEncoding.EncodeToString(key)
+			if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+				return fmt.Errorf("create data dir: %w", err)
+			}
+			// O_EXCL: two processes starting at once must not each write a key.
+			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+			if err != nil {
+				if errors.Is(err, os.ErrExist) {
+					return c.LoadSecretKeys()
+				}
+				return fmt.Errorf("write %s: %w", path, err)
+			}
+			_, werr := f.WriteString(text + "\n")
+			if cerr := f.Close(); werr == nil {
+				werr = cerr
+			}
+			if werr != nil {
+				return fmt.Errorf("write %s: %w", path, werr)
+			}
+		default:
+			return fmt.Errorf("read %s: %w", path, err)
+		}
+	}
+	keys, err := ParseSecretKeys(text)
+	if err != nil {
+		return err
+	}
+	c.SecretKeys = keys
+	return nil
+}
+
+// ParseSecretKeys parses comma-separated base64 32-byte keys.
+func ParseSecretKeys(text string) ([][]byte, error) {
+	var keys [][]byte
+	for i, part := range strings.Split(text, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, err := base64.StdEncoding.DecodeString(part)
+		if err != nil || len(k) != 32 {
+			return nil, fmt.Errorf("AP_SECRET_KEY: key %d is not a base64-encoded 32-byte key", i+1)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("AP_SECRET_KEY: no key given")
+	}
+	return keys, nil
+}

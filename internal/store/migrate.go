@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"log/slog"
+
+	"github.com/pressly/goose/v3"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+//go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
+var migrations embed.FS
+
+// migrationLock is the PostgreSQL advisory lock key that serialises
+// migrations when several nodes start at once.
+const migrationLock = 7286401
+
+func (s *Store) goose() (*goose.Provider, error) {
+	dir, dialect := "migrations/sqlite", goose.DialectSQLite3
+	if s.dialect == Postgres {
+		dir, dialect = "migrations/postgres", goose.DialectPostgres
+	}
+	fsys, err := fs.Sub(migrations, dir)
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider(dialect, s.write, fsys, goose.WithDisableGlobalRegistry(true))
+}
+
+// RiverDriver is River's driver over this store's database/sql handle: both
+// dialects share the *sql.Tx type, so one River client type serves both.
+func (s *Store) RiverDriver() riverdriver.Driver[*sql.Tx] {
+	if s.dialect == Postgres {
+		return riverdatabasesql.New(s.write)
+	}
+	return riversqlite.New(s.write)
+}
+
+// Migrate brings the platform's schema and River's up to date. It refuses a
+// database whose schema is newer than this binary knows.
+func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
+	if s.dialect == Postgres {
+		conn, err := s.write.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
+			return fmt.Errorf("store: migration lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock) //nolint:errcheck // released with the connection anyway
+	}
+	p, err := s.goose()
+	if err != nil {
+		return err
+	}
+	current, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("store: read schema version: %w", err)
+	}
+	if latest := latestVersion(p); current > latest {
+		return fmt.Errorf("store: the database schema is at version %d, newer than this binary's %d: run a newer agentplatform", current, latest)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	for _, r := range results {
+		log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+	}
+	migrator, err := rivermigrate.New(s.RiverDriver(), &rivermigrate.Config{Logger: log})
+	if err != nil {
+		return err
+	}
+	res, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return fmt.Errorf("store: migrate river: %w", err)
+	}
+	for _, v := range res.Versions {
+		log.Info("river migration applied", "version", v.Version)
+	}
+	return nil
+}
+
+// Migrated reports whether every known migration has been applied (the
+// readiness check).
+func (s *Store) Migrated(ctx context.Context) error {
+	p, err := s.goose()
+	if err != nil {
+		return err
+	}
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return err
+	}
+	if pending {
+		return fmt.Errorf("store: migrations pending")
+	}
+	return nil
+}
+
+func latestVersion(p *goose.Provider) int64 {
+	var v int64
+	for _, src := range p.ListSources() {
+		v = max(v, src.Version)
+	}
+	return v
+}

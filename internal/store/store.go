@@ -1,0 +1,281 @@
+// Package store owns every SQL statement of the platform. It offers one API
+// over two dialects, embedded SQLite (modernc, pure Go) and PostgreSQL (pgx),
+// with the same SQL text wherever the dialects agree ($N placeholders work on
+// both) and per-dialect SQL only where they must differ. Schema migrations are
+// embedded per dialect and applied with goose; River's own tables are
+// migrated alongside.
+//
+// On SQLite the store keeps a pool of read connections and a single writer
+// connection: SQLite allows one writer at a time, and one connection that
+// queues writes in Go is faster and never sees SQLITE_BUSY from itself.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Dialect names a supported database.
+type Dialect string
+
+// The supported dialects.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// Errors the store returns; domain packages turn them into public errors.
+var (
+	ErrNotFound = errors.New("store: not found")
+	ErrConflict = errors.New("store: unique constraint violated")
+)
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Store is the database. A Store returned by InTx is bound to that
+// transaction: every method then runs inside it.
+type Store struct {
+	dialect Dialect
+	read    *sql.DB // SQLite: read-only pool; PostgreSQL: the pool
+	write   *sql.DB // SQLite: one connection; PostgreSQL: the same pool as read
+	tx      *sql.Tx
+	display string // the database for logs, without credentials
+}
+
+// Open connects to dsn: "postgres://…" / "postgresql://…" or "sqlite:PATH"
+// (a missing SQLite file and its directory are created).
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	switch {
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		return openPostgres(ctx, dsn)
+	case strings.HasPrefix(dsn, "sqlite:"):
+		return openSQLite(ctx, strings.TrimPrefix(strings.TrimPrefix(dsn, "sqlite:"), "//"))
+	default:
+		return nil, fmt.Errorf("store: unsupported database URL %q (want postgres://… or sqlite:PATH)", redact(dsn))
+	}
+}
+
+func openPostgres(ctx context.Context, dsn string) (*Store, error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open postgres: %w", err)
+	}
+	db.SetMaxOpenConns(4 * runtime.NumCPU())
+	db.SetMaxIdleConns(4 * runtime.NumCPU())
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: connect to %s: %w", redact(dsn), err)
+	}
+	return &Store{dialect: Postgres, read: db, write: db, display: "postgres " + redact(dsn)}, nil
+}
+
+func openSQLite(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("store: sqlite: empty path")
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("store: create %s: %w", dir, err)
+		}
+	}
+	// synchronous(NORMAL) in WAL mode loses nothing when the process dies
+	// (the kill -9 case); only an OS crash can lose the last commits.
+	pragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	// _txlock=immediate takes the write lock at BEGIN, so a transaction never
+	// fails halfway when it upgrades from reading to writing.
+	write, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite: %w", err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetMaxIdleConns(1)
+	write.SetConnMaxLifetime(0)
+	write.SetConnMaxIdleTime(0)
+	// Create the file and switch it to WAL before readers open it.
+	if err := write.PingContext(ctx); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	read, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=query_only(1)")
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("store: open sqlite: %w", err)
+	}
+	read.SetMaxOpenConns(max(4, 2*runtime.NumCPU()))
+	read.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
+	return &Store{dialect: SQLite, read: read, write: write, display: "sqlite " + path}, nil
+}
+
+// Close closes the connections.
+func (s *Store) Close() error {
+	if s.read == s.write {
+		return s.read.Close()
+	}
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// Dialect reports which database this is.
+func (s *Store) Dialect() Dialect { return s.dialect }
+
+// String names the database for logs, without credentials.
+func (s *Store) String() string { return s.display }
+
+// DB is the handle River drives: the single writer on SQLite (River's own
+// writes must queue behind ours), the pool on PostgreSQL.
+func (s *Store) DB() *sql.DB { return s.write }
+
+// Tx is the transaction this Store is bound to, or nil; River's InsertTx
+// takes it so a job commits or rolls back with the rows it belongs to.
+func (s *Store) Tx() *sql.Tx { return s.tx }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.read.PingContext(ctx) }
+
+// InTx runs fn in one transaction on a Store bound to it, committing when
+// fn returns nil. Nested calls join the outer transaction.
+func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) (err error) {
+	if s.tx != nil {
+		return fn(s)
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback()
+			panic(p)
+		}
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	bound := *s
+	bound.tx = tx
+	if err = fn(&bound); err != nil {
+		return err
+	}
+	if err = tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) reader() querier {
+	if s.tx != nil {
+		return s.tx
+	}
+	return s.read
+}
+
+func (s *Store) writer() querier {
+	if s.tx != nil {
+		return s.tx
+	}
+	return s.write
+}
+
+// sqliteTime is the fixed-width UTC text SQLite stores timestamps as. Fixed
+// width matters: the text is compared and sorted as text.
+const sqliteTime = "2006-01-02T15:04:05.000000Z"
+
+// ts converts a time into the value the dialect stores. Times are kept at
+// microsecond precision, PostgreSQL's, so a value reads back as written.
+func (s *Store) ts(t time.Time) any {
+	t = t.UTC().Truncate(time.Microsecond)
+	if s.dialect == SQLite {
+		return t.Format(sqliteTime)
+	}
+	return t
+}
+
+// tsPtr is ts for an optional time: nil stays NULL.
+func (s *Store) tsPtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return s.ts(*t)
+}
+
+// Now is the current time at the precision the store keeps.
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// nullTime turns a scanned sql.NullTime into a *time.Time in UTC.
+func nullTime(nt sql.NullTime) *time.Time {
+	if !nt.Valid {
+		return nil
+	}
+	t := nt.Time.UTC()
+	return &t
+}
+
+// mapErr turns driver errors into the store's sentinel errors.
+func mapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return ErrNotFound
+	case isUniqueViolation(err):
+		return fmt.Errorf("%w: %v", ErrConflict, err)
+	}
+	return err
+}
+
+func isUniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23505"
+	}
+	var sqErr *sqlite.Error
+	if errors.As(err, &sqErr) {
+		return sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}
+
+// expectOne reports ErrNotFound when an UPDATE or DELETE touched no row.
+func expectOne(res sql.Result, err error) error {
+	if err != nil {
+		return mapErr(err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// redact hides the password of a database URL.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.User == nil {
+		return dsn
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

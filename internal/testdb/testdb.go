@@ -1,0 +1,136 @@
+// Package testdb gives tests a real, migrated, private database on each
+// dialect: a fresh SQLite file, or a fresh schema in the PostgreSQL named by
+// AP_TEST_DATABASE_URL (default: the local trust-auth server's database
+// "test"). When PostgreSQL cannot be reached its tests skip, unless
+// AP_TEST_REQUIRE_ALL=1 (CI), where they fail instead.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// DefaultPostgresURL is used when AP_TEST_DATABASE_URL is unset.
+const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// Dialects are the databases every store test runs on.
+var Dialects = []store.Dialect{store.SQLite, store.Postgres}
+
+// ForEach runs fn as a parallel subtest per dialect.
+func ForEach(t *testing.T, fn func(t *testing.T, d store.Dialect)) {
+	t.Helper()
+	for _, d := range Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, d)
+		})
+	}
+}
+
+// RequireAll reports whether tests that need an outside service must fail
+// rather than skip.
+func RequireAll() bool { return os.Getenv("AP_TEST_REQUIRE_ALL") == "1" }
+
+// PostgresURL is the server the PostgreSQL tests use.
+func PostgresURL() string {
+	if u := os.Getenv("AP_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultPostgresURL
+}
+
+var (
+	pgOnce sync.Once
+	pgErr  error
+)
+
+// RequirePostgres skips (or, under AP_TEST_REQUIRE_ALL=1, fails) t when the
+// test PostgreSQL cannot be reached.
+func RequirePostgres(t testing.TB) {
+	t.Helper()
+	pgOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		db, err := sql.Open("pgx", PostgresURL())
+		if err == nil {
+			err = db.PingContext(ctx)
+			db.Close()
+		}
+		pgErr = err
+	})
+	if pgErr != nil {
+		if RequireAll() {
+			t.Fatalf("PostgreSQL at %s is required (AP_TEST_REQUIRE_ALL=1): %v", PostgresURL(), pgErr)
+		}
+		t.Skipf("PostgreSQL at %s unreachable: %v", PostgresURL(), pgErr)
+	}
+}
+
+// URL returns the DSN of a new, empty, private database of dialect d that is
+// removed when t ends. The schema is not migrated.
+func URL(t testing.TB, d store.Dialect) string {
+	t.Helper()
+	if d == store.SQLite {
+		return "sqlite:" + filepath.Join(t.TempDir(), "test.db")
+	}
+	RequirePostgres(t)
+	schema := "t_" + randomHex(8)
+	admin, err := sql.Open("pgx", PostgresURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(`CREATE SCHEMA ` + schema); err != nil {
+		admin.Close()
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		if _, err := admin.Exec(`DROP SCHEMA ` + schema + ` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	u, err := url.Parse(PostgresURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Open returns a migrated store of dialect d, closed when t ends.
+func Open(t testing.TB, d store.Dialect) *store.Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := store.Open(ctx, URL(t, d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx, Logger()); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	return s
+}
+
+// Logger discards; tests that care about logs make their own.
+func Logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
