@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 
@@ -75,7 +76,10 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 	for _, r := range results {
 		log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
 	}
-	migrator, err := rivermigrate.New(s.RiverDriver(), &rivermigrate.Config{Logger: log})
+	// River's migrator narrates every step at info; our own line per
+	// version below is enough.
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	migrator, err := rivermigrate.New(s.RiverDriver(), &rivermigrate.Config{Logger: quiet})
 	if err != nil {
 		return err
 	}

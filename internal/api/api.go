@@ -1,0 +1,211 @@
+// Package api is the HTTP surface of the platform: huma operations on the
+// standard ServeMux, one file per resource, every route listed in routes.go
+// with the auth rule it requires. Handlers are thin: they decode, call a
+// domain package and encode. Errors from the domain are apperr errors; the
+// one hook in errors.go turns them into {detail, status_code, error_type}.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/config"
+	"github.com/agentplatform/agentplatform/internal/metrics"
+	"github.com/agentplatform/agentplatform/internal/ratelimit"
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/version"
+)
+
+func init() {
+	// huma's error constructors are package variables by design; ours make
+	// every error, validation included, take the contract's shape.
+	huma.NewErrorWithContext = humaError
+	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
+		return humaError(nil, status, msg, errs...)
+	}
+}
+
+// SessionCookie is the name of the session cookie.
+const SessionCookie = "ap_session"
+
+// Deps are what the API is built on.
+type Deps struct {
+	Config  *config.Config
+	Log     *slog.Logger
+	Store   *store.Store
+	Auth    *auth.Service
+	Metrics *metrics.Metrics
+}
+
+// API is the assembled HTTP handler and the huma API (for the OpenAPI
+// document and for tests that add operations).
+type API struct {
+	Deps
+	log     *slog.Logger
+	metrics *metrics.Metrics
+	huma    huma.API
+	mux     *http.ServeMux
+	handler http.Handler
+	cop     *http.CrossOriginProtection
+	rate    *ratelimit.Limiter
+	logins  *ratelimit.Limiter
+}
+
+// New builds the API with every route of routes.go.
+func New(d Deps) (*API, error) {
+	a := &API{Deps: d, log: d.Log, metrics: d.Metrics, mux: http.NewServeMux(), cop: http.NewCrossOriginProtection()}
+	if u, err := url.Parse(d.Config.PublicURL); err == nil && u.Host != "" {
+		// Behind a proxy the Host header may differ from the public origin.
+		if err := a.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
+			return nil, err
+		}
+	}
+	a.rate = ratelimit.PerMinute(d.Config.RateLimit, min(100, d.Config.RateLimit))
+	a.logins = ratelimit.PerMinute(d.Config.LoginFailureLimit, d.Config.LoginFailureLimit)
+
+	cfg := huma.DefaultConfig("Agent Platform API", version.Version)
+	cfg.Info.Description = "Host apps and AI agents: accounts, API keys, apps, agents, activations, events. " +
+		"Authenticate with `Authorization: Bearer <token>` (an `ak_` API key or an `st_` session token) or the `ap_session` cookie."
+	cfg.OpenAPIPath = "/api/v1/openapi"
+	cfg.DocsPath = ""    // served offline by docs.go
+	cfg.SchemasPath = "" // no $schema links injected into bodies
+	cfg.CreateHooks = nil
+	cfg.AllowAdditionalPropertiesByDefault = true // unknown JSON fields are ignored
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		"bearer": {Type: "http", Scheme: "bearer", Description: "An `ak_` API key or an `st_` session token."},
+		"cookie": {Type: "apiKey", In: "cookie", Name: SessionCookie, Description: "The session cookie set by login."},
+	}
+	a.huma = humago.New(a.mux, cfg)
+	a.huma.UseMiddleware(a.authenticate)
+	a.routes()
+
+	a.handler = a.observe(limitBody(a.csrf(jsonMisses(a.mux))))
+	return a, nil
+}
+
+// ServeHTTP serves every route.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.ServeHTTP(w, r) }
+
+// Huma exposes the huma API (the OpenAPI document; tests add operations).
+func (a *API) Huma() huma.API { return a.huma }
+
+const ruleKey = "auth_rule"
+
+// register adds a huma operation with the auth rule its caller must meet.
+func register[I, O any](a *API, op huma.Operation, rule auth.Rule, h func(context.Context, *I) (*O, error)) {
+	Register(a.huma, op, rule, h)
+}
+
+// Register is register for operations defined outside this package (tests).
+func Register[I, O any](api huma.API, op huma.Operation, rule auth.Rule, h func(context.Context, *I) (*O, error)) {
+	if op.Metadata == nil {
+		op.Metadata = map[string]any{}
+	}
+	op.Metadata[ruleKey] = rule
+	if !rule.Public {
+		op.Security = []map[string][]string{{"bearer": {}}, {"cookie": {}}}
+	}
+	if op.MaxBodyBytes == 0 {
+		op.MaxBodyBytes = MaxBodyBytes
+	}
+	huma.Register(api, op, h)
+}
+
+// authenticate is the huma middleware every operation passes: it resolves
+// the caller, applies the route's rule, the per-caller rate limit and a
+// bound key's app, and puts the caller in the context.
+func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
+	op := hctx.Operation()
+	rule, _ := op.Metadata[ruleKey].(auth.Rule)
+	ctx := hctx.Context()
+	fail := func(err error) {
+		body := errorBody(ctx, err)
+		if body.StatusCode == http.StatusTooManyRequests {
+			hctx.SetHeader("Retry-After", "60")
+		}
+		_ = huma.WriteErr(a.huma, hctx, body.StatusCode, body.Detail, body)
+	}
+
+	caller, err := a.callerOf(ctx, hctx)
+	if err != nil && !rule.Public {
+		fail(err)
+		return
+	}
+	if err := auth.Allow(caller, rule, op.Method); err != nil {
+		fail(err)
+		return
+	}
+	limitKey := "ip:" + clientIP(ctx)
+	if caller != nil {
+		limitKey = "user:" + caller.UserID
+		if caller.Kind == auth.KindAPIKey {
+			limitKey = "key:" + strconv.FormatInt(caller.KeyID, 10)
+		}
+	}
+	if !a.rate.Allow(limitKey) {
+		fail(apperr.New(apperr.RateLimit, DetailRateLimited))
+		return
+	}
+	if err := auth.AllowApp(caller, hctx.Param("app_id")); err != nil {
+		fail(err)
+		return
+	}
+	if caller != nil {
+		caller.AdminReason = strings.TrimSpace(hctx.Header("X-Admin-Reason"))
+		ctx = auth.WithCaller(ctx, caller)
+		hctx = huma.WithContext(hctx, ctx)
+	}
+	next(hctx)
+}
+
+// callerOf authenticates the Authorization header, else the session cookie.
+// No credential at all is (nil, ErrAuthRequired).
+func (a *API) callerOf(ctx context.Context, hctx huma.Context) (*auth.Caller, error) {
+	if h := hctx.Header("Authorization"); h != "" {
+		token, ok := auth.BearerToken(h)
+		if !ok {
+			return nil, auth.ErrAuthRequired
+		}
+		return a.Auth.Authenticate(ctx, token)
+	}
+	if token := sessionCookie(hctx.Header("Cookie")); token != "" {
+		return a.Auth.Authenticate(ctx, token)
+	}
+	return nil, auth.ErrAuthRequired
+}
+
+// sessionCookie finds the session cookie in a Cookie header.
+func sessionCookie(header string) string {
+	if header == "" {
+		return ""
+	}
+	cookies, err := http.ParseCookie(header)
+	if err != nil {
+		return ""
+	}
+	for _, c := range cookies {
+		if c.Name == SessionCookie && strings.HasPrefix(c.Value, auth.PrefixSession) {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// mustCaller is the caller of an authenticated route (the middleware put it
+// there; a route without one is a programming error caught by tests).
+func mustCaller(ctx context.Context) *auth.Caller {
+	c := auth.CallerFrom(ctx)
+	if c == nil {
+		panic("api: route without an authenticated caller")
+	}
+	return c
+}

@@ -1,0 +1,194 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+)
+
+// MaxBodyBytes is the largest request body accepted (413 beyond).
+const MaxBodyBytes = 1 << 20
+
+type ctxKey int
+
+const (
+	loggerKey ctxKey = iota
+	clientIPKey
+)
+
+// logger is the request-scoped logger (it carries the request id).
+func logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
+// clientIP is the peer address of the request, the key of per-IP limits.
+// X-Forwarded-For is not trusted: anyone can send it.
+func clientIP(ctx context.Context) string {
+	ip, _ := ctx.Value(clientIPKey).(string)
+	return ip
+}
+
+// statusRecorder remembers the status for logs and metrics.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *statusRecorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush and Hijack (SSE,
+// WebSocket).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+func newRequestID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// observe is the outermost layer: request id, scoped logger, panic recovery,
+// metrics and the error-level log of server failures.
+func (a *API) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := newRequestID()
+		w.Header().Set("X-Request-ID", id)
+		log := a.log.With("request_id", id)
+		ip, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			ip = r.RemoteAddr
+		}
+		ctx := context.WithValue(r.Context(), loggerKey, log)
+		ctx = context.WithValue(ctx, clientIPKey, ip)
+		r = r.WithContext(ctx)
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				log.Error("panic", "panic", p, "method", r.Method, "path", r.URL.Path, "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					writeError(rec, r, apperr.New(apperr.Internal, detailInternal))
+				}
+			}
+			d := time.Since(start)
+			a.metrics.ObserveRequest(r.Pattern, r.Method, rec.status, d)
+			level := slog.LevelDebug
+			if rec.status >= 500 {
+				level = slog.LevelError
+			}
+			log.Log(ctx, level, "request", "method", r.Method, "route", r.Pattern, "path", r.URL.Path,
+				"status", rec.status, "duration_ms", float64(d.Microseconds())/1000, "ip", ip)
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// limitBody caps every body at MaxBodyBytes; huma answers 413 for its
+// routes, and plain handlers see http.MaxBytesError.
+func limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > MaxBodyBytes {
+			writeError(w, r, apperr.New(apperr.PayloadTooLarge, detailTooLarge))
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes+1)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// csrf refuses cross-origin unsafe requests that would ride on the session
+// cookie. Requests with an Authorization header carry their own credential
+// and are not affected.
+func (a *API) csrf(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			if err := a.cop.Check(r); err != nil {
+				writeError(w, r, apperr.New(apperr.Permission, "Cross-origin request refused"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// jsonMisses answers unknown routes and wrong methods with the error body
+// instead of the mux's plain text.
+func jsonMisses(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		// The mux knows whether the path exists under another method: let it
+		// answer into a probe, then keep only its status and Allow header.
+		probe := &headerProbe{header: http.Header{}}
+		h.ServeHTTP(probe, r)
+		switch probe.status {
+		case http.StatusMethodNotAllowed:
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			writeError(w, r, &ErrorBody{Detail: "Method not allowed", StatusCode: http.StatusMethodNotAllowed, ErrorType: string(apperr.Validation)})
+		case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+			mux.ServeHTTP(w, r)
+		default:
+			writeError(w, r, apperr.NotFoundf("Not found"))
+		}
+	})
+}
+
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) {
+	if p.status == 0 {
+		p.status = http.StatusOK
+	}
+	return len(b), nil
+}
+func (p *headerProbe) WriteHeader(code int) {
+	if p.status == 0 {
+		p.status = code
+	}
+}
+
+// wantsJSON reports whether the client asked for JSON rather than a redirect.
+func wantsJSON(accept string) bool {
+	return strings.Contains(accept, "application/json")
+}
+
+// isMaxBytes reports whether err is the body cap being hit.
+func isMaxBytes(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}

@@ -1,0 +1,54 @@
+package api
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/version"
+)
+
+type versionOutput struct {
+	Body struct {
+		Version    string `json:"version" example:"0.1.0"`
+		APIVersion string `json:"api_version" example:"v1"`
+	}
+}
+
+func (a *API) version(context.Context, *struct{}) (*versionOutput, error) {
+	out := &versionOutput{}
+	out.Body.Version, out.Body.APIVersion = version.Version, version.APIVersion
+	return out, nil
+}
+
+type statusOutput struct {
+	Body struct {
+		Status string `json:"status" example:"ok"`
+	}
+}
+
+func ok() *statusOutput {
+	out := &statusOutput{}
+	out.Body.Status = "ok"
+	return out
+}
+
+func (a *API) healthz(context.Context, *struct{}) (*statusOutput, error) { return ok(), nil }
+
+func (a *API) readyz(ctx context.Context, _ *struct{}) (*statusOutput, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := a.Store.Ping(ctx); err != nil {
+		logger(ctx).WarnContext(ctx, "not ready: database unreachable", "err", err)
+		return nil, unavailable("Database unreachable")
+	}
+	if err := a.Store.Migrated(ctx); err != nil {
+		logger(ctx).WarnContext(ctx, "not ready", "err", err)
+		return nil, unavailable("Database migrations pending")
+	}
+	return ok(), nil
+}
+
+func unavailable(detail string) error {
+	return &ErrorBody{Detail: detail, StatusCode: 503, ErrorType: string(apperr.Internal)}
+}

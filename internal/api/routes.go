@@ -1,0 +1,46 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/agentplatform/agentplatform/internal/auth"
+)
+
+// routes is the one place that lists every route and the rule its caller
+// must meet (auth.Public, User, AppUse, SessionOnly, AdminOnly).
+func (a *API) routes() {
+	op := func(id, method, path, summary string, tags ...string) huma.Operation {
+		return huma.Operation{OperationID: id, Method: method, Path: path, Summary: summary, Tags: tags}
+	}
+	created := func(o huma.Operation) huma.Operation { o.DefaultStatus = http.StatusCreated; return o }
+	noContent := func(o huma.Operation) huma.Operation { o.DefaultStatus = http.StatusNoContent; return o }
+
+	// Authentication: form-encoded (JSON accepted too), redirects for
+	// browsers, JSON for Accept: application/json.
+	a.formRoute(op("register", http.MethodPost, "/api/v1/auth/register", "Register an account", "auth"), auth.Public, a.register)
+	a.formRoute(op("login", http.MethodPost, "/api/v1/auth/login", "Log in", "auth"), auth.Public, a.login)
+	register(a, op("logout", http.MethodPost, "/api/v1/auth/logout", "Log out", "auth"), auth.Public, a.logout)
+
+	// Users.
+	register(a, op("get-me", http.MethodGet, "/api/v1/users/me", "The caller's account", "users"), auth.AppUse, a.getMe)
+	register(a, op("update-me", http.MethodPatch, "/api/v1/users/me", "Update the caller's profile", "users"), auth.User, a.updateMe)
+	register(a, noContent(op("change-password", http.MethodPost, "/api/v1/users/me/password", "Change password (ends other sessions)", "users")), auth.SessionOnly, a.changePassword)
+	register(a, op("list-users", http.MethodGet, "/api/v1/users", "List accounts (admin)", "users"), auth.AdminOnly, a.listUsers)
+	register(a, op("get-user", http.MethodGet, "/api/v1/users/{id}", "One account (admin)", "users"), auth.AdminOnly, a.getUser)
+	register(a, op("update-user", http.MethodPatch, "/api/v1/users/{id}", "Enable, disable, promote or demote an account (admin)", "users"), auth.AdminOnly, a.updateUser)
+	register(a, op("audit-log", http.MethodGet, "/api/v1/users/audit-log", "Admin accesses to other users' resources (admin)", "users"), auth.AdminOnly, a.auditLog)
+
+	// API keys: managed with a session only.
+	register(a, created(op("create-api-key", http.MethodPost, "/api/v1/user/api-keys", "Create an API key", "api-keys")), auth.SessionOnly, a.createAPIKey)
+	register(a, op("list-api-keys", http.MethodGet, "/api/v1/user/api-keys", "List API keys", "api-keys"), auth.SessionOnly, a.listAPIKeys)
+	register(a, noContent(op("revoke-api-key", http.MethodDelete, "/api/v1/user/api-keys/{key_id}", "Revoke an API key", "api-keys")), auth.SessionOnly, a.revokeAPIKey)
+
+	// Operations: no authentication.
+	register(a, op("version", http.MethodGet, "/api/v1/version", "Platform and API version", "operations"), auth.Public, a.version)
+	register(a, op("healthz", http.MethodGet, "/healthz", "Liveness", "operations"), auth.Public, a.healthz)
+	register(a, op("readyz", http.MethodGet, "/readyz", "Readiness: database reachable and migrated", "operations"), auth.Public, a.readyz)
+	a.mux.Handle("GET /metrics", a.metrics.Handler())
+	a.docsRoutes()
+}

@@ -1,0 +1,132 @@
+package auth
+
+import (
+	"context"
+	"net/http"
+	"slices"
+)
+
+// Scope is an API key permission.
+type Scope string
+
+// The scopes of DESIGN §4 Auth.
+const (
+	ScopeRead      Scope = "read:all"   // GET and HEAD
+	ScopeWrite     Scope = "write:all"  // every method
+	ScopeAdmin     Scope = "admin"      // everything, admin endpoints included
+	ScopeAppAccess Scope = "app:access" // using apps, not managing them
+)
+
+// Scopes lists every valid scope.
+var Scopes = []Scope{ScopeRead, ScopeWrite, ScopeAdmin, ScopeAppAccess}
+
+// Kind is how a caller authenticated.
+type Kind string
+
+// The kinds of credential.
+const (
+	KindSession  Kind = "session"
+	KindAPIKey   Kind = "api_key"
+	KindAgentKey Kind = "agent_key"
+)
+
+// Caller is the authenticated principal of a request.
+type Caller struct {
+	UserID  string
+	Email   string
+	IsAdmin bool
+	Kind    Kind
+	// SessionID is set for sessions, KeyID for API keys.
+	SessionID string
+	KeyID     int64
+	Scopes    []Scope
+	// AppID binds a key to one app; empty means every app of the user.
+	AppID string
+	// AdminReason is the X-Admin-Reason header: an admin's stated reason to
+	// reach another user's resource.
+	AdminReason string
+}
+
+// HasScope reports whether a key caller holds s. Sessions hold no scopes:
+// they carry all of their user's rights.
+func (c *Caller) HasScope(s Scope) bool { return slices.Contains(c.Scopes, s) }
+
+// CanAdmin reports whether the caller may use admin rights: an admin's
+// session, or a key with the admin scope of an admin.
+func (c *Caller) CanAdmin() bool {
+	return c.IsAdmin && (c.Kind == KindSession || c.HasScope(ScopeAdmin))
+}
+
+// Rule is what a route requires of its caller. Every route declares one.
+type Rule struct {
+	// Public routes need no credentials.
+	Public bool
+	// SessionOnly routes refuse API and agent keys (key management).
+	SessionOnly bool
+	// Admin routes need CanAdmin.
+	Admin bool
+	// AppAccess routes are open to app:access keys (using an app, not
+	// managing it).
+	AppAccess bool
+}
+
+// The rules routes use.
+var (
+	Public      = Rule{Public: true}
+	User        = Rule{}
+	AppUse      = Rule{AppAccess: true}
+	SessionOnly = Rule{SessionOnly: true}
+	AdminOnly   = Rule{Admin: true}
+)
+
+// Allow checks c (nil when unauthenticated) against rule for an HTTP method.
+func Allow(c *Caller, rule Rule, method string) error {
+	if rule.Public {
+		return nil
+	}
+	if c == nil {
+		return ErrAuthRequired
+	}
+	if rule.SessionOnly && c.Kind != KindSession {
+		return ErrForbidden
+	}
+	if rule.Admin {
+		if !c.CanAdmin() {
+			return ErrForbidden
+		}
+		return nil
+	}
+	if c.Kind == KindSession {
+		return nil
+	}
+	switch {
+	case c.HasScope(ScopeAdmin), c.HasScope(ScopeWrite):
+		return nil
+	case c.HasScope(ScopeRead) && (method == http.MethodGet || method == http.MethodHead):
+		return nil
+	case c.HasScope(ScopeAppAccess) && rule.AppAccess:
+		return nil
+	}
+	return ErrForbidden
+}
+
+// AllowApp checks that a key bound to one app is used only on that app.
+func AllowApp(c *Caller, appID string) error {
+	if c != nil && c.AppID != "" && appID != "" && c.AppID != appID {
+		return ErrForbidden
+	}
+	return nil
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c.
+func WithCaller(ctx context.Context, c *Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller of ctx, or nil.
+func CallerFrom(ctx context.Context) *Caller {
+	c, _ := ctx.Value(callerKey{}).(*Caller)
+	return c
+}

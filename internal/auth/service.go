@@ -1,0 +1,157 @@
+// Package auth owns who a caller is and what they may do: users and their
+// argon2id passwords, server-side sessions, API keys (stored only as SHA-256
+// hashes), scopes and the per-route rules, and the admin bypass of user
+// isolation with its audit log. The API layer calls Authenticate once per
+// request and Allow with the route's Rule; domain code calls Reach before
+// touching a resource that belongs to a user.
+package auth
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// The public errors of authentication, with the contract's texts.
+var (
+	ErrAuthRequired   = apperr.New(apperr.Authentication, "Authentication required")
+	ErrInvalidAPIKey  = apperr.New(apperr.Authentication, "Invalid API key")
+	ErrInvalidSession = apperr.New(apperr.Authentication, "Invalid or expired session")
+	ErrBadCredentials = apperr.New(apperr.Authentication, "Invalid email or password")
+	ErrAccountOff     = apperr.New(apperr.Authentication, "Account is disabled")
+	ErrForbidden      = apperr.Forbidden()
+)
+
+// Options tune the service.
+type Options struct {
+	SessionTTL       time.Duration
+	RegistrationOpen bool
+	Password         PasswordParams
+}
+
+// Service is the auth domain over the store.
+type Service struct {
+	store *store.Store
+	log   *slog.Logger
+	opts  Options
+	// dummyHash is verified against when an email is unknown, so that a
+	// login takes as long whether or not the account exists.
+	dummyHash string
+	now       func() time.Time
+}
+
+// New returns the service.
+func New(s *store.Store, log *slog.Logger, opts Options) (*Service, error) {
+	if opts.Password == (PasswordParams{}) {
+		opts.Password = DefaultPasswordParams
+	}
+	dummy, err := HashPassword("not a password of anyone", opts.Password)
+	if err != nil {
+		return nil, err
+	}
+	return &Service{store: s, log: log, opts: opts, dummyHash: dummy, now: store.Now}, nil
+}
+
+// Authenticate resolves a bearer token or session cookie value.
+func (s *Service) Authenticate(ctx context.Context, token string) (*Caller, error) {
+	switch {
+	case len(token) > len(PrefixSession) && token[:len(PrefixSession)] == PrefixSession:
+		return s.authenticateSession(ctx, token)
+	case len(token) > len(PrefixAPIKey) && token[:len(PrefixAPIKey)] == PrefixAPIKey:
+		return s.authenticateKey(ctx, token)
+	}
+	return nil, ErrInvalidAPIKey
+}
+
+func (s *Service) authenticateSession(ctx context.Context, token string) (*Caller, error) {
+	hash := HashToken(token)
+	sess, u, err := s.store.SessionGetByTokenHash(ctx, hash, s.now())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrInvalidSession
+	}
+	if err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare(sess.TokenHash, hash) != 1 {
+		return nil, ErrInvalidSession
+	}
+	if !u.IsActive {
+		return nil, ErrAccountOff
+	}
+	return &Caller{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, Kind: KindSession, SessionID: sess.ID}, nil
+}
+
+// touchEvery bounds how often last_used_at is written: a key used a thousand
+// times a second must not cost a thousand writes.
+const touchEvery = time.Minute
+
+func (s *Service) authenticateKey(ctx context.Context, token string) (*Caller, error) {
+	hash := HashToken(token)
+	k, u, err := s.store.APIKeyGetByHash(ctx, hash)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrInvalidAPIKey
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if subtle.ConstantTimeCompare(k.KeyHash, hash) != 1 || (k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)) {
+		return nil, ErrInvalidAPIKey
+	}
+	if !u.IsActive {
+		return nil, ErrAccountOff
+	}
+	if k.LastUsedAt == nil || now.Sub(*k.LastUsedAt) >= touchEvery {
+		if err := s.store.APIKeyTouch(ctx, k.ID, now); err != nil {
+			s.log.WarnContext(ctx, "record api key use", "key_id", k.ID, "err", err)
+		}
+	}
+	scopes := make([]Scope, len(k.Scopes))
+	for i, sc := range k.Scopes {
+		scopes[i] = Scope(sc)
+	}
+	return &Caller{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, Kind: KindAPIKey, KeyID: k.ID, Scopes: scopes, AppID: k.AppID}, nil
+}
+
+// Resource names something that belongs to a user, for Reach.
+type Resource struct {
+	Type    string // e.g. "api_key"
+	ID      string
+	OwnerID string
+}
+
+// Reach decides whether c may act on r. Owners may. Anyone else gets
+// notFound (another user's thing is absent), except an admin who states a
+// reason in X-Admin-Reason: that access is allowed and written to the audit
+// log before it happens.
+func (s *Service) Reach(ctx context.Context, c *Caller, r Resource, action string, notFound error) error {
+	if c != nil && c.UserID == r.OwnerID {
+		return nil
+	}
+	if c == nil || !c.CanAdmin() || c.AdminReason == "" {
+		return notFound
+	}
+	return s.store.AuditCreate(ctx, &store.AuditEntry{
+		ActorID: c.UserID, Action: action, ResourceType: r.Type, ResourceID: r.ID,
+		OwnerID: r.OwnerID, Reason: c.AdminReason, CreatedAt: s.now(),
+	})
+}
+
+// AuditLog returns a page of the audit log, newest first.
+func (s *Service) AuditLog(ctx context.Context, limit, offset int) ([]store.AuditEntry, int, error) {
+	return s.store.AuditList(ctx, limit, offset)
+}
+
+// CleanupSessions deletes expired sessions; a periodic job calls it.
+func (s *Service) CleanupSessions(ctx context.Context) (int64, error) {
+	return s.store.SessionDeleteExpired(ctx, s.now())
+}
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }

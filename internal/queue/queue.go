@@ -1,0 +1,112 @@
+// Package queue owns the River client: the durable job queue that lives in
+// the platform's own database, so a job is inserted in the same transaction
+// as the rows it belongs to. Domain packages add their workers and periodic
+// jobs before Start; a node started without workers (serve --no-worker) still
+// inserts jobs, and worker nodes run them.
+package queue
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// Options tune the queue.
+type Options struct {
+	// RunWorkers makes this process work jobs (serve without --no-worker,
+	// and the worker command).
+	RunWorkers bool
+	// Workers is how many jobs run at once in this process.
+	Workers int
+	// FetchPollInterval is how often an idle worker looks for new jobs when
+	// it is not notified of them; zero means River's default.
+	FetchPollInterval time.Duration
+}
+
+// Queue is the River client of this process.
+type Queue struct {
+	store    *store.Store
+	log      *slog.Logger
+	opts     Options
+	workers  *river.Workers
+	periodic []*river.PeriodicJob
+	client   *river.Client[*sql.Tx]
+	started  bool
+}
+
+// New returns a queue; add workers, then Start.
+func New(s *store.Store, log *slog.Logger, opts Options) *Queue {
+	return &Queue{store: s, log: log, opts: opts, workers: river.NewWorkers()}
+}
+
+// AddWorker registers the worker of one job kind.
+func AddWorker[T river.JobArgs](q *Queue, w river.Worker[T]) { river.AddWorker(q.workers, w) }
+
+// AddPeriodic schedules a job that River's elected leader inserts on its
+// interval (once across all nodes).
+func (q *Queue) AddPeriodic(j *river.PeriodicJob) { q.periodic = append(q.periodic, j) }
+
+// Client is the River client, for InsertTx; valid after Start.
+func (q *Queue) Client() *river.Client[*sql.Tx] { return q.client }
+
+// Start builds the client and, with RunWorkers, starts working jobs.
+func (q *Queue) Start(ctx context.Context) error {
+	cfg := &river.Config{
+		// River logs its own chatter at info; ours stays readable.
+		Logger:            slog.New(levelFloor{q.log.Handler(), slog.LevelWarn}),
+		Workers:           q.workers,
+		FetchPollInterval: q.opts.FetchPollInterval,
+	}
+	if q.opts.RunWorkers {
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(1, q.opts.Workers)}}
+		cfg.PeriodicJobs = q.periodic
+	}
+	client, err := river.NewClient(q.store.RiverDriver(), cfg)
+	if err != nil {
+		return err
+	}
+	q.client = client
+	if !q.opts.RunWorkers {
+		return nil
+	}
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	q.started = true
+	return nil
+}
+
+// Stop lets running jobs finish until ctx ends, then cancels them; River
+// hands unfinished jobs back to the queue. Safe to call more than once.
+func (q *Queue) Stop(ctx context.Context) error {
+	if !q.started {
+		return nil
+	}
+	q.started = false
+	err := q.client.Stop(ctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		hard, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		return q.client.StopAndCancel(hard)
+	}
+	return err
+}
+
+// levelFloor drops records below a level, whatever the wrapped handler
+// would accept.
+type levelFloor struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h levelFloor) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+func (h levelFloor) WithAttrs(a []slog.Attr) slog.Handler { return levelFloor{h.Handler.WithAttrs(a), h.min} }
+func (h levelFloor) WithGroup(n string) slog.Handler      { return levelFloor{h.Handler.WithGroup(n), h.min} }

@@ -1,0 +1,204 @@
+// Package server wires a platform process together: it opens and migrates
+// the store, builds the domain services, the queue and the HTTP API, and runs
+// them until the context ends, then drains: stop accepting connections,
+// finish in-flight requests and running jobs (or hand them back to the
+// queue), close the database.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentplatform/agentplatform/internal/api"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/config"
+	"github.com/agentplatform/agentplatform/internal/metrics"
+	"github.com/agentplatform/agentplatform/internal/queue"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// DrainTimeout bounds the graceful part of a shutdown.
+const DrainTimeout = 30 * time.Second
+
+// Options are what a process runs.
+type Options struct {
+	// HTTP serves the API (serve); false for the worker command.
+	HTTP bool
+	// Password overrides argon2id costs (tests only).
+	Password auth.PasswordParams
+}
+
+// Server is one platform process.
+type Server struct {
+	Config  *config.Config
+	Log     *slog.Logger
+	Store   *store.Store
+	Auth    *auth.Service
+	Queue   *queue.Queue
+	API     *api.API
+	Metrics *metrics.Metrics
+	opts    Options
+	ln      net.Listener
+	http    *http.Server
+	close   sync.Once
+}
+
+// Close closes the database; Run calls it on the way out, tests that never
+// Run call it themselves.
+func (s *Server) Close() {
+	s.close.Do(func() { s.Store.Close() })
+}
+
+// New opens the database, applies migrations and builds every service.
+// cfg must have been validated.
+func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options) (*Server, error) {
+	if err := cfg.LoadSecretKeys(); err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, cfg.DatabaseDSN())
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Config: cfg, Log: log, Store: st, Metrics: metrics.New(), opts: opts}
+	if err := s.build(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) build(ctx context.Context) error {
+	if err := s.Store.Migrate(ctx, s.Log); err != nil {
+		return err
+	}
+	var err error
+	s.Auth, err = auth.New(s.Store, s.Log, auth.Options{
+		SessionTTL: s.Config.SessionTTL, RegistrationOpen: s.Config.RegistrationOpen(), Password: s.opts.Password,
+	})
+	if err != nil {
+		return err
+	}
+	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers})
+	s.Queue.AddMaintenance(s.Auth)
+	if s.opts.HTTP {
+		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Auth: s.Auth, Metrics: s.Metrics})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Listen binds the HTTP address (before Run, so that callers and tests
+// learn the real address when AP_ADDR ends in :0).
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.Config.Addr)
+	if err != nil {
+		return err
+	}
+	s.ln = ln
+	return nil
+}
+
+// URL is where the API answers (valid after Listen).
+func (s *Server) URL() string {
+	scheme := "http"
+	if s.Config.TLSCert != "" {
+		scheme = "https"
+	}
+	return scheme + "://" + s.ln.Addr().String()
+}
+
+// Banner writes the startup lines: the URL, the database, the worker.
+func (s *Server) Banner(w io.Writer) {
+	worker := "running"
+	if s.Config.NoWorker {
+		worker = "off (--no-worker)"
+	}
+	if s.opts.HTTP {
+		fmt.Fprintf(w, "Agent Platform listening on %s (docs: %s/docs)\n", s.URL(), s.URL())
+	}
+	fmt.Fprintf(w, "database: %s\n", s.Store)
+	fmt.Fprintf(w, "worker: %s\n", worker)
+}
+
+// Run serves until ctx ends, then drains and closes everything.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.Close()
+	if err := s.Queue.Start(ctx); err != nil {
+		return fmt.Errorf("start queue: %w", err)
+	}
+	errc := make(chan error, 1)
+	if s.opts.HTTP {
+		if s.ln == nil {
+			if err := s.Listen(); err != nil {
+				return err
+			}
+		}
+		s.http = &http.Server{
+			Handler:           s.handler(),
+			ReadHeaderTimeout: 10 * time.Second,
+			IdleTimeout:       2 * time.Minute,
+			ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
+			BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		}
+		go func() {
+			var err error
+			if s.Config.TLSCert != "" {
+				err = s.http.ServeTLS(s.ln, s.Config.TLSCert, s.Config.TLSKey)
+			} else {
+				err = s.http.Serve(s.ln)
+			}
+			if !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	s.Log.Info("shutting down: draining requests and running jobs")
+	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), DrainTimeout)
+	defer cancel()
+	if s.http != nil {
+		if err := s.http.Shutdown(drain); err != nil {
+			s.Log.Warn("http shutdown", "err", err)
+		}
+	}
+	if err := s.Queue.Stop(drain); err != nil {
+		s.Log.Warn("queue stop", "err", err)
+	}
+	s.Log.Info("stopped")
+	return runErr
+}
+
+// handler adds the headers of production mode around the API.
+func (s *Server) handler() http.Handler {
+	if !s.Config.Production() {
+		return s.API
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
+		s.API.ServeHTTP(w, r)
+	})
+}
+
+// NewLogger is the process logger: JSON in production, text otherwise.
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Production() {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
