@@ -16,7 +16,6 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/server"
-	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/version"
 )
 
@@ -142,7 +141,7 @@ func migrate(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, cfg.DatabaseDSN())
+	st, err := server.OpenStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -176,7 +175,7 @@ func userCreate(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("read password: %w", err)
 	}
 	password := strings.TrimRight(line, "\r\n")
-	st, err := store.Open(ctx, cfg.DatabaseDSN())
+	st, err := server.OpenStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
