@@ -157,7 +157,10 @@ func (s *Server) Banner(w io.Writer) {
 // Run serves until ctx ends, then drains and closes everything.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
-	if err := s.Queue.Start(ctx); err != nil {
+	// Not ctx itself: River treats the end of Start's context as a hard
+	// stop that cancels running jobs at once. SIGTERM must drain them
+	// (Queue.Stop below) within DrainTimeout instead.
+	if err := s.Queue.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start queue: %w", err)
 	}
 	errc := make(chan error, 1)
