@@ -100,10 +100,14 @@ func loadConfig(name string, args []string, env Env, bind func(*flag.FlagSet, *c
 		bind(fs, cfg)
 	}
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		// The flag package has printed the error and the flags: a usage
+		// error, exit code 2 like an unknown command.
+		return nil, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		fmt.Fprintf(env.Stderr, "unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return nil, errUsage
 	}
 	return cfg, cfg.Validate()
 }
