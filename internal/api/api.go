@@ -129,9 +129,6 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 	ctx := hctx.Context()
 	fail := func(err error) {
 		body := errorBody(ctx, err)
-		if body.StatusCode == http.StatusTooManyRequests {
-			hctx.SetHeader("Retry-After", "60")
-		}
 		_ = huma.WriteErr(a.huma, hctx, body.StatusCode, body.Detail, body)
 	}
 

@@ -100,6 +100,14 @@ func humaError(hctx huma.Context, status int, msg string, errs ...error) huma.St
 	if hctx != nil {
 		ctx = hctx.Context()
 	}
+	body := toErrorBody(ctx, status, msg, errs)
+	if hctx != nil && body.StatusCode == http.StatusTooManyRequests {
+		hctx.SetHeader("Retry-After", "60")
+	}
+	return body
+}
+
+func toErrorBody(ctx context.Context, status int, msg string, errs []error) *ErrorBody {
 	for _, e := range errs {
 		var body *ErrorBody
 		if _, ok := apperr.As(e); ok || errors.As(e, &body) {

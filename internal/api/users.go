@@ -98,7 +98,7 @@ func (a *API) getUser(ctx context.Context, in *userIDInput) (*userOutput, error)
 }
 
 type updateUserInput struct {
-	userIDInput
+	ID   string `path:"id" doc:"User id"`
 	Body struct {
 		IsActive *bool `json:"is_active,omitempty" required:"false"`
 		IsAdmin  *bool `json:"is_admin,omitempty" required:"false"`

@@ -64,7 +64,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, c *Caller, r KeyRequest) (*N
 		return nil, apperr.Invalid("expires_at", "expires_at must be in the future")
 	}
 	if r.AppID != "" {
-		if _, err := uuid.Parse(r.AppID); err != nil {
+		if uuid.Validate(r.AppID) != nil {
 			return nil, errAppNotFound
 		}
 		app, err := s.store.AppGet(ctx, r.AppID)

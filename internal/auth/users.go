@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -164,6 +166,9 @@ func (s *Service) Logout(ctx context.Context, token string) error {
 
 // User returns the account of id.
 func (s *Service) User(ctx context.Context, id string) (*store.User, error) {
+	if uuid.Validate(id) != nil {
+		return nil, errUserNotFound
+	}
 	u, err := s.store.UserGet(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errUserNotFound
@@ -259,6 +264,9 @@ type FlagsPatch struct {
 // no one left to administer it.
 func (s *Service) UpdateFlags(ctx context.Context, id string, p FlagsPatch) (*store.User, error) {
 	var out *store.User
+	if uuid.Validate(id) != nil {
+		return nil, errUserNotFound
+	}
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		u, err := tx.UserGet(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
