@@ -199,7 +199,7 @@ func (c *Config) DatabaseDSN() string {
 // LoadSecretKeys fills SecretKeys from AP_SECRET_KEY, or from
 // DataDir/secret.key, generating that file (mode 0600) on first start.
 func (c *Config) LoadSecretKeys() error {
-	text := c.secretKeyText
+	text, from := c.secretKeyText, "" // from: the data dir key file, if used
 	if text == "" {
 		path := filepath.Join(c.DataDir, "secret.key")
 		b, err := os.ReadFile(path)
@@ -215,31 +215,51 @@ func (c *Config) LoadSecretKeys() error {
 			if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 				return fmt.Errorf("create data dir: %w", err)
 			}
-			// O_EXCL: two processes starting at once must not each write a key.
-			f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-			if err != nil {
+			if err := createFile(path, text+"\n"); err != nil {
 				if errors.Is(err, os.ErrExist) {
+					// Another process starting at once won: use its key.
 					return c.LoadSecretKeys()
 				}
 				return fmt.Errorf("write %s: %w", path, err)
 			}
-			_, werr := f.WriteString(text + "\n")
-			if cerr := f.Close(); werr == nil {
-				werr = cerr
-			}
-			if werr != nil {
-				return fmt.Errorf("write %s: %w", path, werr)
-			}
 		default:
 			return fmt.Errorf("read %s: %w", path, err)
 		}
+		from = path
 	}
 	keys, err := ParseSecretKeys(text)
 	if err != nil {
+		if from != "" {
+			return fmt.Errorf("%s: %w", from, err)
+		}
 		return err
 	}
 	c.SecretKeys = keys
 	return nil
+}
+
+// createFile writes a new 0600 file at path, whole or not at all: the
+// content goes to a temporary file that is then hard-linked into place, so a
+// process starting at the same time never reads a half-written key, and an
+// existing file is never replaced (the error is then os.ErrExist).
+func createFile(path, content string) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.WriteString(content)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Link(tmp, path)
 }
 
 // ParseSecretKeys parses comma-separated base64 32-byte keys.
