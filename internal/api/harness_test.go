@@ -27,14 +27,14 @@ var cheapPasswords = auth.PasswordParams{Memory: 64, Time: 1, Threads: 1}
 
 // env is a running platform on a real database behind a real HTTP server.
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *server.Server
 	url  string
 	logs *syncBuffer
 }
 
 // newEnv starts a server on dialect d; vars are AP_* settings.
-func newEnv(t *testing.T, d store.Dialect, vars map[string]string) *env {
+func newEnv(t testing.TB, d store.Dialect, vars map[string]string) *env {
 	t.Helper()
 	all := map[string]string{"AP_DATA_DIR": t.TempDir(), "AP_DATABASE_URL": testdb.URL(t, d), "AP_RATE_LIMIT": "100000"}
 	for k, v := range vars {
@@ -135,7 +135,7 @@ func (e *env) do(method, path string, body any, opts ...opt) *resp {
 }
 
 // expect asserts a status and, for errors, the contract's body shape.
-func (r *resp) expect(t *testing.T, status int) *resp {
+func (r *resp) expect(t testing.TB, status int) *resp {
 	t.Helper()
 	require.Equal(t, status, r.Status, "body: %s", r.Body)
 	if status >= 400 {
@@ -147,7 +147,7 @@ func (r *resp) expect(t *testing.T, status int) *resp {
 }
 
 // expectError asserts an error status, its error_type and its detail.
-func (r *resp) expectError(t *testing.T, status int, errorType, detail string) *resp {
+func (r *resp) expectError(t testing.TB, status int, errorType, detail string) *resp {
 	t.Helper()
 	r.expect(t, status)
 	require.Equal(t, errorType, r.str("error_type"), "body: %s", r.Body)

@@ -58,6 +58,8 @@ type Store struct {
 	write   *sql.DB // SQLite: one connection; PostgreSQL: the same pool as read
 	tx      *sql.Tx
 	display string // the database for logs, without credentials
+	// SQLite only: statement caches over read and write (see preparedDB).
+	readPrep, writePrep *preparedDB
 }
 
 // Open connects to dsn: "postgres://…" / "postgresql://…" or "sqlite:PATH"
@@ -122,11 +124,16 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	}
 	read.SetMaxOpenConns(max(4, 2*runtime.NumCPU()))
 	read.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
-	return &Store{dialect: SQLite, read: read, write: write, display: "sqlite " + path}, nil
+	return &Store{dialect: SQLite, read: read, write: write, display: "sqlite " + path,
+		readPrep: newPreparedDB(read), writePrep: newPreparedDB(write)}, nil
 }
 
 // Close closes the connections.
 func (s *Store) Close() error {
+	if s.readPrep != nil {
+		s.readPrep.Close()
+		s.writePrep.Close()
+	}
 	if s.read == s.write {
 		return s.read.Close()
 	}
@@ -181,15 +188,21 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) (err error) 
 }
 
 func (s *Store) reader() querier {
-	if s.tx != nil {
+	switch {
+	case s.tx != nil:
 		return s.tx
+	case s.readPrep != nil:
+		return s.readPrep
 	}
 	return s.read
 }
 
 func (s *Store) writer() querier {
-	if s.tx != nil {
+	switch {
+	case s.tx != nil:
 		return s.tx
+	case s.writePrep != nil:
+		return s.writePrep
 	}
 	return s.write
 }
