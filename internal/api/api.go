@@ -98,7 +98,20 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.Serv
 // Huma exposes the huma API (the OpenAPI document; tests add operations).
 func (a *API) Huma() huma.API { return a.huma }
 
-const ruleKey = "auth_rule"
+const (
+	ruleKey      = "auth_rule"
+	unlimitedKey = "no_rate_limit"
+)
+
+// unlimited exempts an operation from the per-caller rate limit: health
+// probes of a load balancer come from one IP many times a minute.
+func unlimited(op huma.Operation) huma.Operation {
+	if op.Metadata == nil {
+		op.Metadata = map[string]any{}
+	}
+	op.Metadata[unlimitedKey] = true
+	return op
+}
 
 // register adds a huma operation with the auth rule its caller must meet.
 func register[I, O any](a *API, op huma.Operation, rule auth.Rule, h func(context.Context, *I) (*O, error)) {
@@ -148,7 +161,7 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 			limitKey = "key:" + strconv.FormatInt(caller.KeyID, 10)
 		}
 	}
-	if !a.rate.Allow(limitKey) {
+	if op.Metadata[unlimitedKey] != true && !a.rate.Allow(limitKey) {
 		fail(apperr.New(apperr.RateLimit, DetailRateLimited))
 		return
 	}

@@ -38,9 +38,9 @@ func (a *API) routes() {
 	register(a, noContent(op("revoke-api-key", http.MethodDelete, "/api/v1/user/api-keys/{key_id}", "Revoke an API key", "api-keys")), auth.SessionOnly, a.revokeAPIKey)
 
 	// Operations: no authentication.
-	register(a, op("version", http.MethodGet, "/api/v1/version", "Platform and API version", "operations"), auth.Public, a.version)
-	register(a, op("healthz", http.MethodGet, "/healthz", "Liveness", "operations"), auth.Public, a.healthz)
-	register(a, op("readyz", http.MethodGet, "/readyz", "Readiness: database reachable and migrated", "operations"), auth.Public, a.readyz)
+	register(a, unlimited(op("version", http.MethodGet, "/api/v1/version", "Platform and API version", "operations")), auth.Public, a.version)
+	register(a, unlimited(op("healthz", http.MethodGet, "/healthz", "Liveness", "operations")), auth.Public, a.healthz)
+	register(a, unlimited(op("readyz", http.MethodGet, "/readyz", "Readiness: database reachable and migrated", "operations")), auth.Public, a.readyz)
 	a.mux.Handle("GET /metrics", a.metrics.Handler())
 	a.docsRoutes()
 }

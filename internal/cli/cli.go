@@ -16,6 +16,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/server"
+	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/version"
 )
 
@@ -145,7 +146,7 @@ func migrate(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	st, err := server.OpenStore(ctx, cfg)
+	st, err := store.Open(ctx, cfg.DatabaseDSN())
 	if err != nil {
 		return err
 	}
@@ -179,7 +180,7 @@ func userCreate(ctx context.Context, args []string, env Env) error {
 		return fmt.Errorf("read password: %w", err)
 	}
 	password := strings.TrimRight(line, "\r\n")
-	st, err := server.OpenStore(ctx, cfg)
+	st, err := store.Open(ctx, cfg.DatabaseDSN())
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -65,7 +62,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if err := cfg.LoadSecretKeys(); err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(ctx, cfg)
+	st, err := store.Open(ctx, cfg.DatabaseDSN())
 	if err != nil {
 		return nil, err
 	}
@@ -75,28 +72,6 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return nil, err
 	}
 	return s, nil
-}
-
-// OpenStore opens the configured database (not migrated). A SQLite file
-// that does not exist yet is first created readable by its owner only: it
-// holds password and token hashes and encrypted secrets, and SQLite gives
-// its -wal and -shm files the mode of the database file.
-func OpenStore(ctx context.Context, cfg *config.Config) (*store.Store, error) {
-	dsn := cfg.DatabaseDSN()
-	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
-		path = strings.TrimPrefix(path, "//")
-		if path != "" && path != ":memory:" {
-			if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-				return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
-			}
-			f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
-			if err != nil {
-				return nil, fmt.Errorf("create %s: %w", path, err)
-			}
-			f.Close()
-		}
-	}
-	return store.Open(ctx, dsn)
 }
 
 func (s *Server) build(ctx context.Context) error {

@@ -99,6 +99,16 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 			return nil, fmt.Errorf("store: create %s: %w", dir, err)
 		}
 	}
+	// The file holds password and token hashes and encrypted secrets: create
+	// it owner-only rather than with the umask's mode (SQLite gives the -wal
+	// and -shm files the same mode).
+	if path != ":memory:" {
+		f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("store: create %s: %w", path, err)
+		}
+		f.Close()
+	}
 	// synchronous(NORMAL) in WAL mode loses nothing when the process dies
 	// (the kill -9 case); only an OS crash can lose the last commits.
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
