@@ -67,9 +67,8 @@ func (a *API) createAPIKey(ctx context.Context, in *createAPIKeyInput) (*createA
 
 type listAPIKeysOutput struct {
 	Body struct {
-		APIKeys    []APIKey `json:"api_keys"`
-		TotalCount int      `json:"total_count"`
-		HasMore    bool     `json:"has_more"`
+		APIKeys []APIKey `json:"api_keys"`
+		Page
 	}
 }
 
@@ -79,11 +78,7 @@ func (a *API) listAPIKeys(ctx context.Context, in *struct{ PageParams }) (*listA
 		return nil, err
 	}
 	out := &listAPIKeysOutput{}
-	out.Body.APIKeys = make([]APIKey, len(keys))
-	for i := range keys {
-		out.Body.APIKeys[i] = apiKeyOut(&keys[i])
-	}
-	out.Body.TotalCount, out.Body.HasMore = total, in.hasMore(total)
+	out.Body.APIKeys, out.Body.Page = mapAll(keys, apiKeyOut), in.page(total)
 	return out, nil
 }
 

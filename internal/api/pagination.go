@@ -6,5 +6,22 @@ type PageParams struct {
 	Offset int `query:"offset" minimum:"0" default:"0" doc:"Items to skip"`
 }
 
-// hasMore reports whether items beyond this page exist.
-func (p PageParams) hasMore(total int) bool { return p.Offset+p.Limit < total }
+// Page is the part every list answer shares; embed it in the body.
+type Page struct {
+	TotalCount int  `json:"total_count" doc:"Items in all pages"`
+	HasMore    bool `json:"has_more" doc:"Whether items follow this page"`
+}
+
+// page describes the page p of a list of total items.
+func (p PageParams) page(total int) Page {
+	return Page{TotalCount: total, HasMore: p.Offset+p.Limit < total}
+}
+
+// mapAll converts stored items into their API shape.
+func mapAll[S, T any](items []S, fn func(*S) T) []T {
+	out := make([]T, len(items))
+	for i := range items {
+		out[i] = fn(&items[i])
+	}
+	return out
+}

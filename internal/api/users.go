@@ -65,9 +65,8 @@ func (a *API) changePassword(ctx context.Context, in *changePasswordInput) (*str
 
 type listUsersOutput struct {
 	Body struct {
-		Users      []User `json:"users"`
-		TotalCount int    `json:"total_count"`
-		HasMore    bool   `json:"has_more"`
+		Users []User `json:"users"`
+		Page
 	}
 }
 
@@ -77,11 +76,7 @@ func (a *API) listUsers(ctx context.Context, in *struct{ PageParams }) (*listUse
 		return nil, err
 	}
 	out := &listUsersOutput{}
-	out.Body.Users = make([]User, len(users))
-	for i := range users {
-		out.Body.Users[i] = userOut(&users[i])
-	}
-	out.Body.TotalCount, out.Body.HasMore = total, in.hasMore(total)
+	out.Body.Users, out.Body.Page = mapAll(users, userOut), in.page(total)
 	return out, nil
 }
 
@@ -127,9 +122,8 @@ type AuditEntry struct {
 
 type auditLogOutput struct {
 	Body struct {
-		Entries    []AuditEntry `json:"entries"`
-		TotalCount int          `json:"total_count"`
-		HasMore    bool         `json:"has_more"`
+		Entries []AuditEntry `json:"entries"`
+		Page
 	}
 }
 
@@ -139,10 +133,7 @@ func (a *API) auditLog(ctx context.Context, in *struct{ PageParams }) (*auditLog
 		return nil, err
 	}
 	out := &auditLogOutput{}
-	out.Body.Entries = make([]AuditEntry, len(entries))
-	for i, e := range entries {
-		out.Body.Entries[i] = AuditEntry(e)
-	}
-	out.Body.TotalCount, out.Body.HasMore = total, in.hasMore(total)
+	out.Body.Entries = mapAll(entries, func(e *store.AuditEntry) AuditEntry { return AuditEntry(*e) })
+	out.Body.Page = in.page(total)
 	return out, nil
 }
