@@ -1,0 +1,88 @@
+package auth
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestPasswordHashRoundTrip(t *testing.T) {
+	t.Parallel()
+	hash, err := HashPassword("correct horse battery staple", DefaultPasswordParams)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(hash, "$argon2id$v=19$m=19456,t=2,p=1$"), hash)
+	ok, err := VerifyPassword(hash, "correct horse battery staple")
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = VerifyPassword(hash, "Correct horse battery staple")
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	again, err := HashPassword("correct horse battery staple", DefaultPasswordParams)
+	require.NoError(t, err)
+	require.NotEqual(t, hash, again, "a fresh salt every time")
+
+	for _, bad := range []string{"", "plain", "$argon2i$v=19$m=1,t=1,p=1$c2FsdA$aGFzaA", "$argon2id$v=18$m=1,t=1,p=1$c2FsdA$aGFzaA", "$argon2id$v=19$m=x$c2FsdA$aGFzaA", "$argon2id$v=19$m=1,t=1,p=1$!!$aGFzaA"} {
+		_, err := VerifyPassword(bad, "x")
+		require.Error(t, err, bad)
+	}
+}
+
+func TestTokens(t *testing.T) {
+	t.Parallel()
+	a, ha := NewToken(PrefixAPIKey)
+	b, hb := NewToken(PrefixAPIKey)
+	require.NotEqual(t, a, b)
+	require.True(t, strings.HasPrefix(a, "ak_"))
+	require.Len(t, a, 3+43)
+	require.Equal(t, ha, HashToken(a))
+	require.NotEqual(t, ha, hb)
+
+	for header, want := range map[string]string{"Bearer abc": "abc", "bearer  abc ": "abc", "Basic abc": "", "Bearer": "", "Bearer ": ""} {
+		got, ok := BearerToken(header)
+		require.Equal(t, want, got, header)
+		require.Equal(t, want != "", ok, header)
+	}
+}
+
+func TestAllow(t *testing.T) {
+	t.Parallel()
+	session := &Caller{Kind: KindSession}
+	adminSession := &Caller{Kind: KindSession, IsAdmin: true}
+	key := func(admin bool, scopes ...Scope) *Caller { return &Caller{Kind: KindAPIKey, IsAdmin: admin, Scopes: scopes} }
+	get, post := http.MethodGet, http.MethodPost
+	for _, tc := range []struct {
+		name   string
+		caller *Caller
+		rule   Rule
+		method string
+		want   error
+	}{
+		{"anonymous on public", nil, Public, post, nil},
+		{"anonymous on user route", nil, User, get, ErrAuthRequired},
+		{"session writes", session, User, post, nil},
+		{"read key reads", key(false, ScopeRead), User, get, nil},
+		{"read key heads", key(false, ScopeRead), User, http.MethodHead, nil},
+		{"read key cannot write", key(false, ScopeRead), User, post, ErrForbidden},
+		{"write key writes", key(false, ScopeWrite), User, post, nil},
+		{"app key on app route", key(false, ScopeAppAccess), AppUse, post, nil},
+		{"app key elsewhere", key(false, ScopeAppAccess), User, get, ErrForbidden},
+		{"keys cannot manage keys", key(true, ScopeAdmin), SessionOnly, get, ErrForbidden},
+		{"session manages keys", session, SessionOnly, post, nil},
+		{"user session on admin route", session, AdminOnly, get, ErrForbidden},
+		{"admin session on admin route", adminSession, AdminOnly, get, nil},
+		{"admin's write key on admin route", key(true, ScopeWrite), AdminOnly, get, ErrForbidden},
+		{"admin's admin key on admin route", key(true, ScopeAdmin), AdminOnly, post, nil},
+		{"non-admin's admin key on admin route", key(false, ScopeAdmin), AdminOnly, get, ErrForbidden},
+		{"admin key anywhere", key(true, ScopeAdmin), User, post, nil},
+	} {
+		require.Equal(t, tc.want, Allow(tc.caller, tc.rule, tc.method), tc.name)
+	}
+	bound := &Caller{Kind: KindAPIKey, AppID: "a"}
+	require.NoError(t, AllowApp(bound, "a"))
+	require.NoError(t, AllowApp(bound, ""), "routes without an app")
+	require.Equal(t, ErrForbidden, AllowApp(bound, "b"))
+	require.NoError(t, AllowApp(session, "b"))
+}
