@@ -51,7 +51,9 @@ func TestAllow(t *testing.T) {
 	t.Parallel()
 	session := &Caller{Kind: KindSession}
 	adminSession := &Caller{Kind: KindSession, IsAdmin: true}
-	key := func(admin bool, scopes ...Scope) *Caller { return &Caller{Kind: KindAPIKey, IsAdmin: admin, Scopes: scopes} }
+	key := func(admin bool, scopes ...Scope) *Caller {
+		return &Caller{Kind: KindAPIKey, IsAdmin: admin, Scopes: scopes}
+	}
 	get, post := http.MethodGet, http.MethodPost
 	for _, tc := range []struct {
 		name   string
