@@ -1,0 +1,39 @@
+// Package events owns what the platform announces: activation lifecycle
+// events, stored per user with an increasing seq for replay, published only
+// after the transaction that caused them commits, delivered to WebSocket
+// clients on every node (PostgreSQL LISTEN/NOTIFY) and to webhooks.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// The event types.
+const (
+	ActivationCreated   = "activation_created"
+	ActivationStarted   = "activation_started"
+	ActivationCompleted = "activation_completed"
+	ActivationFailed    = "activation_failed"
+)
+
+// Event is one announcement, as sent to clients.
+type Event struct {
+	Type         string          `json:"type"`
+	Seq          int64           `json:"seq"`
+	UserID       string          `json:"-"`
+	ActivationID string          `json:"activation_id"`
+	AgentID      string          `json:"agent_id"`
+	Status       string          `json:"status"`
+	Context      map[string]any  `json:"context"` // chat_id, app_id, …
+	OutputData   json.RawMessage `json:"output_data,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	Timestamp    time.Time       `json:"timestamp"`
+}
+
+// Publisher delivers committed events. Publish must not block on slow
+// consumers.
+type Publisher interface {
+	Publish(ctx context.Context, evs ...Event)
+}

@@ -1,0 +1,75 @@
+// Package llm owns the language-model providers: the Client interface the
+// platform calls, the system providers (echo, openai, anthropic) from the
+// configuration, users' own providers, and the resolution of which provider
+// and model an agent or activation uses.
+package llm
+
+import (
+	"context"
+	"fmt"
+)
+
+// Role of a chat message.
+type Role string
+
+// The roles.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content"`
+}
+
+// Request is one completion.
+type Request struct {
+	Model       string
+	System      string    // system prompt; empty for none
+	Messages    []Message // history first, the new prompt last
+	Temperature *float64  // nil: the provider's default
+	MaxTokens   int       // 0: the provider's default
+	// OnDelta, when set, asks for streaming and receives each text
+	// fragment as it arrives, in order, before Complete returns.
+	OnDelta func(text string)
+}
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Response is a completion's result.
+type Response struct {
+	Text         string
+	Model        string
+	Provider     string // the provider id, e.g. "echo", "openai", a user provider's id
+	FinishReason string
+	Usage        Usage
+}
+
+// Client is a provider the platform can call. Implementations honour ctx:
+// cancelling it interrupts the call.
+type Client interface {
+	Complete(ctx context.Context, req Request) (*Response, error)
+}
+
+// Error is a provider failure. Transient errors (429, 5xx, timeouts,
+// connection failures) are worth retrying with backoff; the others are not.
+type Error struct {
+	Provider  string
+	Status    int // HTTP status, 0 when there was no answer
+	Message   string
+	Transient bool
+}
+
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("LLM provider %s answered %d: %s", e.Provider, e.Status, e.Message)
+	}
+	return fmt.Sprintf("LLM provider %s failed: %s", e.Provider, e.Message)
+}
