@@ -21,6 +21,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/ratelimit"
+	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/version"
 )
@@ -42,6 +43,7 @@ type Deps struct {
 	Config  *config.Config
 	Log     *slog.Logger
 	Store   *store.Store
+	Secrets *secret.Box
 	Auth    *auth.Service
 	Metrics *metrics.Metrics
 }

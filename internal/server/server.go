@@ -21,6 +21,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/queue"
+	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -40,6 +41,7 @@ type Server struct {
 	Config  *config.Config
 	Log     *slog.Logger
 	Store   *store.Store
+	Secrets *secret.Box
 	Auth    *auth.Service
 	Queue   *queue.Queue
 	API     *api.API
@@ -79,6 +81,9 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	var err error
+	if s.Secrets, err = openSecrets(ctx, s.Config, s.Store); err != nil {
+		return err
+	}
 	s.Auth, err = auth.New(s.Store, s.Log, auth.Options{
 		SessionTTL: s.Config.SessionTTL, RegistrationOpen: s.Config.RegistrationOpen(), Password: s.opts.Password,
 	})
@@ -88,12 +93,33 @@ func (s *Server) build(ctx context.Context) error {
 	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers})
 	s.Queue.AddMaintenance(s.Auth)
 	if s.opts.HTTP {
-		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Auth: s.Auth, Metrics: s.Metrics})
+		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth, Metrics: s.Metrics})
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// openSecrets builds the secret box and refuses to start when a stored
+// secret was sealed with a key that is not configured: better a loud stop
+// now than providers and connections failing one by one later.
+func openSecrets(ctx context.Context, cfg *config.Config, st *store.Store) (*secret.Box, error) {
+	box, err := secret.New(cfg.SecretKeys)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := st.SecretKeyIDsInUse(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		if !box.CanOpen(id) {
+			return nil, fmt.Errorf("stored secrets were encrypted with key %s, which is not in AP_SECRET_KEY (or %s/secret.key): "+
+				"configure that key (new keys go first, old ones after a comma)", id, cfg.DataDir)
+		}
+	}
+	return box, nil
 }
 
 // Listen binds the HTTP address (before Run, so that callers and tests
