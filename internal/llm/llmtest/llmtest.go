@@ -1,0 +1,333 @@
+// Package llmtest owns the fake LLM servers of the tests: an OpenAI-compatible
+// and an Anthropic-compatible HTTP server that answer deterministically,
+// record every request, and can be told to be slow, to fail or to hang, so
+// that tests of providers, activations and cancellation run against real HTTP
+// without a network or a key.
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentplatform/agentplatform/internal/llm"
+)
+
+// Recorded is one request as the fake server understood it.
+type Recorded struct {
+	Path        string
+	Model       string
+	Temperature *float64
+	System      string        // the system prompt; empty for none
+	MaxTokens   int           // 0 when not sent
+	Messages    []llm.Message // without the system prompt, in order
+	Stream      bool
+	// Auth is the credential sent: the Authorization header for OpenAI,
+	// the x-api-key header for Anthropic.
+	Auth string
+}
+
+// flavor is the wire format a Server speaks.
+type flavor interface {
+	path() string
+	parse(body []byte, h http.Header) (Recorded, error)
+	writeError(w http.ResponseWriter, status int)
+	writeJSON(w http.ResponseWriter, rec Recorded, reply string)
+	writeStream(w http.ResponseWriter, rec Recorded, chunks []string)
+}
+
+// Server is a running fake provider. Its methods are safe for concurrent use.
+type Server struct {
+	// URL is the base URL a client is configured with: for OpenAI it ends
+	// in /v1 (openai-go appends chat/completions), for Anthropic it is the
+	// origin (anthropic-sdk-go appends v1/messages).
+	URL string
+
+	flavor flavor
+	srv    *httptest.Server
+
+	mu       sync.Mutex
+	requests []Recorded
+	calls    int
+	reply    string
+	delay    time.Duration
+	failN    int
+	failCode int
+	gate     chan struct{} // non-nil while Block holds calls
+	arrived  chan struct{} // closed and replaced on every call, for WaitCalls
+}
+
+// NewOpenAI starts an OpenAI-compatible POST /v1/chat/completions, closed
+// when the test ends.
+func NewOpenAI(t testing.TB) *Server {
+	s := start(t, openAI{})
+	s.URL = s.srv.URL + "/v1"
+	return s
+}
+
+// NewAnthropic starts an Anthropic-compatible POST /v1/messages, closed when
+// the test ends.
+func NewAnthropic(t testing.TB) *Server {
+	s := start(t, anthropic{})
+	s.URL = s.srv.URL
+	return s
+}
+
+func start(t testing.TB, f flavor) *Server {
+	t.Helper()
+	s := &Server{flavor: f, arrived: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+f.path(), s.handle)
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		// A test that blocked calls and never released them must not hang
+		// Close, which waits for every handler.
+		s.releaseAll()
+		s.srv.CloseClientConnections()
+		s.srv.Close()
+	})
+	return s
+}
+
+// Requests returns every request received so far, in arrival order.
+func (s *Server) Requests() []Recorded {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Recorded, len(s.requests))
+	copy(out, s.requests)
+	return out
+}
+
+// Calls is the number of requests received so far, failed ones included.
+func (s *Server) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// WaitCalls waits until at least n requests have arrived (blocked ones
+// included), failing the test after 10 s.
+func (s *Server) WaitCalls(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		calls, arrived := s.calls, s.arrived
+		s.mu.Unlock()
+		if calls >= n {
+			return
+		}
+		select {
+		case <-arrived:
+		case <-deadline.C:
+			t.Fatalf("llmtest: %d calls arrived, want %d", calls, n)
+		}
+	}
+}
+
+// SetReply makes every following answer text; "" restores the default
+// "reply to: <last user message>".
+func (s *Server) SetReply(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reply = text
+}
+
+// SetDelay makes every following call wait d before answering; a client
+// that cancels meanwhile ends the call at once.
+func (s *Server) SetDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delay = d
+}
+
+// FailNext makes the next n calls answer status with the provider's error
+// body, e.g. FailNext(2, 503) then success.
+func (s *Server) FailNext(n, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failN, s.failCode = n, status
+}
+
+// Block makes calls hang until release is called or their client cancels.
+// Calls already received are recorded first, so a test can wait for
+// Calls() to grow and then cancel. release is idempotent.
+func (s *Server) Block() (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	gate := make(chan struct{})
+	s.gate = gate
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.gate == gate {
+				s.gate = nil
+			}
+			s.mu.Unlock()
+			close(gate)
+		})
+	}
+}
+
+func (s *Server) releaseAll() {
+	s.mu.Lock()
+	gate := s.gate
+	s.gate = nil
+	s.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		default:
+			close(gate)
+		}
+	}
+}
+
+func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.flavor.writeError(w, http.StatusBadRequest)
+		return
+	}
+	rec, err := s.flavor.parse(body, r.Header)
+	rec.Path = r.URL.Path
+
+	s.mu.Lock()
+	s.calls++
+	s.requests = append(s.requests, rec)
+	close(s.arrived)
+	s.arrived = make(chan struct{})
+	reply, delay, gate := s.reply, s.delay, s.gate
+	fail := 0
+	if s.failN > 0 {
+		s.failN--
+		fail = s.failCode
+	}
+	s.mu.Unlock()
+
+	if err != nil {
+		s.flavor.writeError(w, http.StatusBadRequest)
+		return
+	}
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
+	}
+	if fail != 0 {
+		s.flavor.writeError(w, fail)
+		return
+	}
+	if reply == "" {
+		reply = "reply to: " + lastUser(rec.Messages)
+	}
+	if rec.Stream {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		s.flavor.writeStream(w, rec, Chunks(reply))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	s.flavor.writeJSON(w, rec, reply)
+}
+
+// Chunks splits text the way the fake servers stream it: one fragment per
+// word, each keeping the spaces that follow it, so the fragments concatenate
+// back to text.
+func Chunks(text string) []string {
+	var out []string
+	start := 0
+	for i := 1; i < len(text); i++ {
+		if text[i-1] == ' ' && text[i] != ' ' {
+			out = append(out, text[start:i])
+			start = i
+		}
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
+}
+
+// Words counts the words of the texts; the fake servers report it as tokens.
+func Words(texts ...string) int {
+	n := 0
+	for _, t := range texts {
+		n += len(strings.Fields(t))
+	}
+	return n
+}
+
+func lastUser(msgs []llm.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			return msgs[i].Content
+		}
+	}
+	return ""
+}
+
+func promptWords(rec Recorded) int {
+	n := Words(rec.System)
+	for _, m := range rec.Messages {
+		n += Words(m.Content)
+	}
+	return n
+}
+
+// sse writes one Server-Sent Event and flushes it, so a client sees the
+// fragments arrive one by one.
+func sse(w http.ResponseWriter, event string, data any) {
+	b, _ := json.Marshal(data)
+	if event != "" {
+		fmt.Fprintf(w, "event: %s\n", event)
+	}
+	fmt.Fprintf(w, "data: %s\n\n", b)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// content is a message content: a plain string or a list of text blocks
+// (both formats accept either).
+type content string
+
+func (c *content) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*c = content(s)
+		return nil
+	}
+	var blocks []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &blocks); err != nil {
+		return err
+	}
+	var sb strings.Builder
+	for _, bl := range blocks {
+		sb.WriteString(bl.Text)
+	}
+	*c = content(sb.String())
+	return nil
+}
