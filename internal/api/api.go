@@ -19,6 +19,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
+	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/ratelimit"
 	"github.com/agentplatform/agentplatform/internal/secret"
@@ -46,6 +47,7 @@ type Deps struct {
 	Secrets *secret.Box
 	Auth    *auth.Service
 	Metrics *metrics.Metrics
+	Events  *events.Bus
 }
 
 // API is the assembled HTTP handler and the huma API (for the OpenAPI

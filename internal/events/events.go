@@ -16,6 +16,9 @@ const (
 	ActivationStarted   = "activation_started"
 	ActivationCompleted = "activation_completed"
 	ActivationFailed    = "activation_failed"
+	// Token is an ephemeral fragment of an LLM's answer (Delta), for
+	// streaming; it is not stored and has no seq.
+	Token = "token"
 )
 
 // Event is one announcement, as sent to clients.
@@ -29,6 +32,7 @@ type Event struct {
 	Context      map[string]any  `json:"context"` // chat_id, app_id, …
 	OutputData   json.RawMessage `json:"output_data,omitempty"`
 	Error        string          `json:"error,omitempty"`
+	Delta        string          `json:"delta,omitempty"`
 	Timestamp    time.Time       `json:"timestamp"`
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/api"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
+	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/secret"
@@ -44,6 +45,7 @@ type Server struct {
 	Secrets *secret.Box
 	Auth    *auth.Service
 	Queue   *queue.Queue
+	Events  *events.Bus
 	API     *api.API
 	Metrics *metrics.Metrics
 	opts    Options
@@ -55,7 +57,12 @@ type Server struct {
 // Close closes the database; Run calls it on the way out, tests that never
 // Run call it themselves.
 func (s *Server) Close() {
-	s.close.Do(func() { s.Store.Close() })
+	s.close.Do(func() {
+		if s.Events != nil {
+			s.Events.Stop()
+		}
+		s.Store.Close()
+	})
 }
 
 // New opens the database, applies migrations and builds every service.
@@ -92,8 +99,11 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers})
 	s.Queue.AddMaintenance(s.Auth)
+	s.Events = events.New(s.Store, s.Log)
+	s.Events.AddJobs(s.Queue)
 	if s.opts.HTTP {
-		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth, Metrics: s.Metrics})
+		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth, Metrics: s.Metrics,
+			Events: s.Events})
 		if err != nil {
 			return err
 		}
@@ -164,6 +174,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.Queue.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start queue: %w", err)
 	}
+	// Before serving: a client that connects must hear other nodes' events.
+	if err := s.Events.Start(ctx); err != nil {
+		return fmt.Errorf("start event listener: %w", err)
+	}
 	errc := make(chan error, 1)
 	if s.opts.HTTP {
 		if s.ln == nil {
@@ -203,6 +217,9 @@ func (s *Server) Run(ctx context.Context) error {
 			s.Log.Warn("http shutdown", "err", err)
 		}
 	}
+	// WebSocket connections are hijacked, so Shutdown does not wait for
+	// them: closing the subscriptions ends them.
+	s.Events.Stop()
 	if err := s.Queue.Stop(drain); err != nil {
 		s.Log.Warn("queue stop", "err", err)
 	}

@@ -1,0 +1,295 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// Filter selects a subscriber's events; empty fields match everything.
+type Filter struct {
+	AppID        string `json:"app_id,omitempty"`
+	ChatID       string `json:"chat_id,omitempty"`
+	ActivationID string `json:"activation_id,omitempty"`
+	// Deltas asks for token fragments too (type "token"); they carry no
+	// context, so only an ActivationID filter selects among them.
+	Deltas bool `json:"-"`
+}
+
+// Match reports whether ev passes f.
+func (f Filter) Match(ev *Event) bool {
+	if ev.Type == Token {
+		return f.Deltas && (f.ActivationID == "" || f.ActivationID == ev.ActivationID)
+	}
+	return (f.ActivationID == "" || f.ActivationID == ev.ActivationID) &&
+		(f.AppID == "" || f.AppID == ev.ContextString("app_id")) &&
+		(f.ChatID == "" || f.ChatID == ev.ContextString("chat_id"))
+}
+
+// ContextString is a string value of the event's context ("" if absent).
+func (ev *Event) ContextString(key string) string {
+	s, _ := ev.Context[key].(string)
+	return s
+}
+
+// Subscription receives one user's matching events on C until Close, a
+// full buffer (Dropped) or the Bus stopping closes C.
+type Subscription struct {
+	C <-chan Event
+
+	c       chan Event
+	bus     *Bus
+	userID  string
+	filter  Filter
+	mu      sync.Mutex
+	closed  bool
+	dropped bool
+}
+
+// Dropped reports whether C was closed because the subscriber fell behind:
+// it missed events and should resume from its last seq.
+func (s *Subscription) Dropped() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dropped
+}
+
+// Close ends the subscription; safe to call more than once.
+func (s *Subscription) Close() {
+	s.shut(false)
+	s.bus.remove(s)
+}
+
+// offer hands ev over without waiting; a full buffer drops the subscriber
+// rather than slowing the publisher (and every other subscriber) down.
+func (s *Subscription) offer(ev Event) (kept bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	select {
+	case s.c <- ev:
+		return true
+	default:
+		s.dropped, s.closed = true, true
+		close(s.c)
+		return false
+	}
+}
+
+func (s *Subscription) shut(dropped bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed, s.dropped = true, dropped
+		close(s.c)
+	}
+}
+
+// Bus stores events with their per-user seq and fans them out to the
+// subscribers of this process and, on PostgreSQL, of every other node
+// (NOTIFY to publish, a LISTEN connection to receive).
+type Bus struct {
+	store *store.Store
+	log   *slog.Logger
+	// node tells this process's own notifications apart from other nodes'.
+	node string
+	now  func() time.Time
+
+	mu      sync.RWMutex
+	subs    map[string]map[*Subscription]struct{}
+	stopped bool
+
+	chMu    sync.Mutex
+	channel string // NOTIFY channel, resolved on first need
+
+	runMu  sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Retention is how long stored events stay available for replay.
+const Retention = 24 * time.Hour
+
+// New returns a bus over s. On PostgreSQL, Start begins receiving other
+// nodes' events; publishing works without it.
+func New(s *store.Store, log *slog.Logger) *Bus {
+	return &Bus{store: s, log: log, node: uuid.NewString(), now: store.Now,
+		subs: map[string]map[*Subscription]struct{}{}}
+}
+
+// Append assigns ev.Seq and stores ev inside the caller's transaction (tx
+// from store.InTx; nil runs its own). Publish it after the commit.
+func (b *Bus) Append(ctx context.Context, tx *store.Store, ev *Event) error {
+	if ev.UserID == "" {
+		return errors.New("events: append: event without a user")
+	}
+	if tx == nil {
+		tx = b.store
+	}
+	if ev.Timestamp.IsZero() {
+		ev.Timestamp = b.now()
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("events: encode: %w", err)
+	}
+	row := &store.EventRow{UserID: ev.UserID, Type: ev.Type, ActivationID: ev.ActivationID,
+		AppID: ev.ContextString("app_id"), ChatID: ev.ContextString("chat_id"), Payload: payload, CreatedAt: ev.Timestamp}
+	if err := tx.EventAppend(ctx, row); err != nil {
+		return fmt.Errorf("events: append: %w", err)
+	}
+	ev.Seq = row.Seq
+	return nil
+}
+
+// Publish delivers committed events to every node's subscribers. It never
+// waits for a subscriber, and a cancelled ctx does not stop it: the events
+// happened.
+func (b *Bus) Publish(ctx context.Context, evs ...Event) {
+	for i := range evs {
+		b.deliver(evs[i])
+		b.notify(ctx, &evs[i])
+	}
+}
+
+// PublishDelta announces a fragment of an activation's answer to the
+// subscribers that asked for deltas. It is not stored.
+func (b *Bus) PublishDelta(ctx context.Context, userID, activationID, text string) {
+	ev := Event{Type: Token, UserID: userID, ActivationID: activationID, Delta: text, Timestamp: b.now()}
+	b.deliver(ev)
+	if b.store.Dialect() != store.Postgres {
+		return
+	}
+	// A notification carries under 8000 bytes: a long fragment goes out in
+	// pieces, cut at rune boundaries.
+	for len(ev.Delta) > maxInlineDelta {
+		cut := maxInlineDelta
+		for cut > 0 && !utf8.RuneStart(ev.Delta[cut]) {
+			cut--
+		}
+		part := ev
+		part.Delta = ev.Delta[:cut]
+		b.notify(ctx, &part)
+		ev.Delta = ev.Delta[cut:]
+	}
+	b.notify(ctx, &ev)
+}
+
+// Subscribe starts receiving userID's events that match f, with room for
+// buffer events not yet read.
+func (b *Bus) Subscribe(userID string, f Filter, buffer int) *Subscription {
+	c := make(chan Event, max(1, buffer))
+	s := &Subscription{C: c, c: c, bus: b, userID: userID, filter: f}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		s.closed = true
+		close(c)
+		return s
+	}
+	set := b.subs[userID]
+	if set == nil {
+		set = map[*Subscription]struct{}{}
+		b.subs[userID] = set
+	}
+	set[s] = struct{}{}
+	return s
+}
+
+func (b *Bus) remove(s *Subscription) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if set := b.subs[s.userID]; set != nil {
+		delete(set, s)
+		if len(set) == 0 {
+			delete(b.subs, s.userID)
+		}
+	}
+}
+
+func (b *Bus) hasSubscribers(userID string) bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.subs[userID]) > 0
+}
+
+// deliver fans ev out to this process's subscribers of its user.
+func (b *Bus) deliver(ev Event) {
+	b.mu.RLock()
+	var targets []*Subscription
+	for s := range b.subs[ev.UserID] {
+		if s.filter.Match(&ev) {
+			targets = append(targets, s)
+		}
+	}
+	b.mu.RUnlock()
+	for _, s := range targets {
+		if !s.offer(ev) {
+			b.remove(s)
+		}
+	}
+}
+
+// closeAll ends every subscription; dropped tells subscribers they missed
+// events (a lost listener connection) rather than that the bus stopped.
+func (b *Bus) closeAll(dropped bool) {
+	b.mu.Lock()
+	all := b.subs
+	b.subs = map[string]map[*Subscription]struct{}{}
+	b.mu.Unlock()
+	for _, set := range all {
+		for s := range set {
+			s.shut(dropped)
+		}
+	}
+}
+
+// Replay calls fn with userID's stored events after seq since, in seq
+// order, until fn returns false.
+func (b *Bus) Replay(ctx context.Context, userID string, since int64, fn func(Event) bool) error {
+	const batch = 500
+	for {
+		rows, err := b.store.EventListAfter(ctx, userID, since, batch)
+		if err != nil {
+			return err
+		}
+		for i := range rows {
+			ev, err := fromRow(&rows[i])
+			if err != nil {
+				return err
+			}
+			if !fn(ev) {
+				return nil
+			}
+			since = rows[i].Seq
+		}
+		if len(rows) < batch {
+			return nil
+		}
+	}
+}
+
+func fromRow(r *store.EventRow) (Event, error) {
+	var ev Event
+	if err := json.Unmarshal(r.Payload, &ev); err != nil {
+		return ev, fmt.Errorf("events: decode stored event %s/%d: %w", r.UserID, r.Seq, err)
+	}
+	ev.UserID, ev.Seq = r.UserID, r.Seq
+	return ev, nil
+}
+
+// Cleanup deletes events past the retention; a periodic job calls it.
+func (b *Bus) Cleanup(ctx context.Context) (int64, error) {
+	return b.store.EventDeleteBefore(ctx, b.now().Add(-Retention))
+}

@@ -1,0 +1,339 @@
+package events_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/queue"
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+func newUser(t *testing.T, s *store.Store) string {
+	t.Helper()
+	now := store.Now()
+	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, s.UserCreate(context.Background(), u, false))
+	return u.ID
+}
+
+func event(user, typ, app, chat string) events.Event {
+	return events.Event{Type: typ, UserID: user, ActivationID: uuid.NewString(), AgentID: uuid.NewString(),
+		Status: "completed", Context: map[string]any{"app_id": app, "chat_id": chat}}
+}
+
+// appendCommit stores ev in its own transaction and publishes it after the
+// commit, the way the activation core does.
+func appendCommit(t *testing.T, b *events.Bus, s *store.Store, ev events.Event) events.Event {
+	t.Helper()
+	ctx := context.Background()
+	require.NoError(t, s.InTx(ctx, func(tx *store.Store) error { return b.Append(ctx, tx, &ev) }))
+	b.Publish(ctx, ev)
+	return ev
+}
+
+func receive(t *testing.T, sub *events.Subscription) events.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-sub.C:
+		require.True(t, ok, "subscription closed")
+		return ev
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10 s")
+	}
+	return events.Event{}
+}
+
+func requireNone(t *testing.T, sub *events.Subscription) {
+	t.Helper()
+	select {
+	case ev := <-sub.C:
+		t.Fatalf("unexpected event %+v", ev)
+	default:
+	}
+}
+
+func TestAppendSeqAndReplay(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		b := events.New(s, testdb.Logger())
+		u1, u2 := newUser(t, s), newUser(t, s)
+		app := uuid.NewString()
+
+		for i := 1; i <= 3; i++ {
+			ev := appendCommit(t, b, s, event(u1, events.ActivationCompleted, app, "c1"))
+			require.EqualValues(t, i, ev.Seq, "seq counts per user")
+		}
+		ev := appendCommit(t, b, s, event(u2, events.ActivationFailed, "", ""))
+		require.EqualValues(t, 1, ev.Seq, "another user has their own counter")
+
+		// A rolled-back transaction stores nothing and uses up no number.
+		boom := errors.New("boom")
+		err := s.InTx(ctx, func(tx *store.Store) error {
+			ev := event(u1, events.ActivationStarted, app, "")
+			require.NoError(t, b.Append(ctx, tx, &ev))
+			return boom
+		})
+		require.ErrorIs(t, err, boom)
+		next := appendCommit(t, b, s, event(u1, events.ActivationCreated, app, ""))
+		require.EqualValues(t, 4, next.Seq)
+
+		var got []events.Event
+		require.NoError(t, b.Replay(ctx, u1, 1, func(ev events.Event) bool { got = append(got, ev); return true }))
+		require.Len(t, got, 3)
+		for i, ev := range got {
+			require.EqualValues(t, i+2, ev.Seq)
+			require.Equal(t, u1, ev.UserID)
+		}
+		require.Equal(t, app, got[0].ContextString("app_id"))
+		require.Equal(t, next.ActivationID, got[2].ActivationID)
+		require.WithinDuration(t, next.Timestamp, got[2].Timestamp, time.Millisecond)
+
+		// Retention: an event older than a day goes, a recent one stays.
+		old := event(u2, events.ActivationCompleted, "", "")
+		old.Timestamp = store.Now().Add(-events.Retention - time.Minute)
+		appendCommit(t, b, s, old)
+		n, err := b.Cleanup(ctx)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, n)
+		got = nil
+		require.NoError(t, b.Replay(ctx, u2, 0, func(ev events.Event) bool { got = append(got, ev); return true }))
+		require.Len(t, got, 1)
+		require.EqualValues(t, 3, appendCommit(t, b, s, event(u2, events.ActivationCompleted, "", "")).Seq,
+			"seq keeps increasing after a cleanup")
+	})
+}
+
+// TestSeqVisibleInCommitOrder appends from many transactions of one user at
+// once while a reader polls: what the reader sees must always be 1..n with
+// no hole, i.e. no seq commits before a lower one.
+func TestSeqVisibleInCommitOrder(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		b := events.New(s, testdb.Logger())
+		user := newUser(t, s)
+		const writers, each = 8, 25
+
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		for range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range each {
+					err := s.InTx(ctx, func(tx *store.Store) error {
+						ev := event(user, events.ActivationCompleted, "", "")
+						if err := b.Append(ctx, tx, &ev); err != nil {
+							return err
+						}
+						// More work after the append keeps the transaction open.
+						_, err := tx.EventListAfter(ctx, user, 0, 5)
+						return err
+					})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		go func() { wg.Wait(); close(done) }()
+		checks := 0
+		for finished := false; !finished; {
+			select {
+			case <-done:
+				finished = true
+			default:
+			}
+			var seqs []int64
+			require.NoError(t, b.Replay(ctx, user, 0, func(ev events.Event) bool { seqs = append(seqs, ev.Seq); return true }))
+			for i, seq := range seqs {
+				require.EqualValues(t, i+1, seq, "a hole: seq %d visible before %d", seq, i+1)
+			}
+			checks++
+		}
+		var n int
+		require.NoError(t, b.Replay(ctx, user, 0, func(events.Event) bool { n++; return true }))
+		require.Equal(t, writers*each, n)
+		t.Logf("%d consistent snapshots", checks)
+	})
+}
+
+func TestFanOut(t *testing.T) {
+	t.Parallel()
+	s := testdb.Open(t, store.SQLite)
+	b := events.New(s, testdb.Logger())
+	t.Cleanup(b.Stop)
+	u1, u2 := newUser(t, s), newUser(t, s)
+
+	all := b.Subscribe(u1, events.Filter{}, 16)
+	byApp := b.Subscribe(u1, events.Filter{AppID: "a1"}, 16)
+	byChat := b.Subscribe(u1, events.Filter{ChatID: "c2"}, 16)
+	other := b.Subscribe(u2, events.Filter{}, 16)
+
+	e1 := appendCommit(t, b, s, event(u1, events.ActivationCompleted, "a1", "c1"))
+	e2 := appendCommit(t, b, s, event(u1, events.ActivationFailed, "a2", "c2"))
+	require.Equal(t, e1.Seq, receive(t, all).Seq)
+	require.Equal(t, e2.Seq, receive(t, all).Seq)
+	require.Equal(t, e1.ActivationID, receive(t, byApp).ActivationID)
+	require.Equal(t, e2.ActivationID, receive(t, byChat).ActivationID)
+	requireNone(t, byApp)
+	requireNone(t, byChat)
+	requireNone(t, other)
+
+	// Deltas go only to those who ask for them, of their activation.
+	deltas := b.Subscribe(u1, events.Filter{ActivationID: e1.ActivationID, Deltas: true}, 16)
+	b.PublishDelta(context.Background(), u1, e1.ActivationID, "Hel")
+	b.PublishDelta(context.Background(), u1, e2.ActivationID, "nope")
+	d := receive(t, deltas)
+	require.Equal(t, events.Token, d.Type)
+	require.Equal(t, "Hel", d.Delta)
+	require.Zero(t, d.Seq)
+	requireNone(t, deltas)
+	requireNone(t, all)
+
+	all.Close()
+	all.Close()
+	_, ok := <-all.C
+	require.False(t, ok)
+	require.False(t, all.Dropped())
+}
+
+// TestSlowSubscriberIsDropped: a subscriber that does not read loses its
+// subscription; the publisher and the others go on.
+func TestSlowSubscriberIsDropped(t *testing.T) {
+	t.Parallel()
+	s := testdb.Open(t, store.SQLite)
+	b := events.New(s, testdb.Logger())
+	t.Cleanup(b.Stop)
+	user := newUser(t, s)
+	slow := b.Subscribe(user, events.Filter{}, 4)
+	fast := b.Subscribe(user, events.Filter{}, 4)
+
+	start := time.Now()
+	for i := range 1000 {
+		ev := event(user, events.ActivationCompleted, "", "")
+		ev.Seq = int64(i + 1)
+		b.Publish(context.Background(), ev)
+		require.EqualValues(t, i+1, receive(t, fast).Seq)
+	}
+	require.Less(t, time.Since(start), 10*time.Second)
+	n := 0
+	for range slow.C {
+		n++
+	}
+	require.Equal(t, 4, n, "the buffer's worth, then closed")
+	require.True(t, slow.Dropped())
+	require.False(t, fast.Dropped())
+}
+
+func TestStopClosesSubscriptions(t *testing.T) {
+	t.Parallel()
+	s := testdb.Open(t, store.SQLite)
+	b := events.New(s, testdb.Logger())
+	sub := b.Subscribe("u", events.Filter{}, 1)
+	b.Stop()
+	b.Stop()
+	_, ok := <-sub.C
+	require.False(t, ok)
+	require.False(t, sub.Dropped())
+	late := b.Subscribe("u", events.Filter{}, 1)
+	_, ok = <-late.C
+	require.False(t, ok, "a stopped bus hands out closed subscriptions")
+}
+
+// TestCrossNode runs two buses on separate connection pools of one
+// PostgreSQL schema, as two nodes would: what one publishes, the other's
+// subscribers get, once; large events travel by reference.
+func TestCrossNode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.URL(t, store.Postgres)
+	open := func() *store.Store {
+		s, err := store.Open(ctx, url)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		require.NoError(t, s.Migrate(ctx, testdb.Logger()))
+		return s
+	}
+	s1, s2 := open(), open()
+	b1, b2 := events.New(s1, testdb.Logger()), events.New(s2, testdb.Logger())
+	require.NoError(t, b1.Start(ctx))
+	t.Cleanup(b1.Stop)
+	require.NoError(t, b2.Start(ctx))
+	t.Cleanup(b2.Stop)
+	user := newUser(t, s1)
+
+	on1 := b1.Subscribe(user, events.Filter{Deltas: true}, 16)
+	on2 := b2.Subscribe(user, events.Filter{Deltas: true}, 16)
+
+	small := appendCommit(t, b2, s2, event(user, events.ActivationCompleted, "a", "c"))
+	big := event(user, events.ActivationCompleted, "a", "c")
+	big.OutputData = json.RawMessage(`{"response":"` + strings.Repeat("x", 20000) + `"}`)
+	big = appendCommit(t, b2, s2, big)
+	long := strings.Repeat("é", 3000) // split across notifications
+	b2.PublishDelta(ctx, user, small.ActivationID, long)
+
+	for _, sub := range []*events.Subscription{on1, on2} {
+		got := receive(t, sub)
+		require.Equal(t, small.Seq, got.Seq)
+		require.Equal(t, small.ActivationID, got.ActivationID)
+		require.Equal(t, "a", got.ContextString("app_id"))
+		got = receive(t, sub)
+		require.Equal(t, big.Seq, got.Seq)
+		require.JSONEq(t, string(big.OutputData), string(got.OutputData))
+		var text strings.Builder
+		for text.Len() < len(long) {
+			d := receive(t, sub)
+			require.Equal(t, events.Token, d.Type)
+			text.WriteString(d.Delta)
+		}
+		require.Equal(t, long, text.String())
+	}
+	// Node 2 delivered its own events locally and skipped its own
+	// notifications: nothing twice.
+	requireNone(t, on2)
+	requireNone(t, on1)
+}
+
+// TestCleanupJob runs the periodic retention job on the real queue.
+func TestCleanupJob(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		b := events.New(s, testdb.Logger())
+		user := newUser(t, s)
+		old := event(user, events.ActivationCompleted, "", "")
+		old.Timestamp = store.Now().Add(-events.Retention - time.Hour)
+		appendCommit(t, b, s, old)
+
+		q := queue.New(s, testdb.Logger(), queue.Options{RunWorkers: true, Workers: 1, FetchPollInterval: 100 * time.Millisecond})
+		b.AddJobs(q)
+		require.NoError(t, q.Start(ctx))
+		t.Cleanup(func() { require.NoError(t, q.Stop(context.Background())) })
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			rows, err := s.EventListAfter(ctx, user, 0, 10)
+			require.NoError(t, err)
+			if len(rows) == 0 {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "the cleanup job never ran")
+			time.Sleep(20 * time.Millisecond) //nolint:forbidigo // polling the database with a deadline
+		}
+	})
+}

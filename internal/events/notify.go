@@ -1,0 +1,194 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+const (
+	// maxInline is the largest event JSON sent inside a notification
+	// (PostgreSQL's payload limit is 8000 bytes); a larger stored event is
+	// sent as a reference the listeners read back.
+	maxInline = 7000
+	// maxInlineDelta keeps a token fragment inline even if JSON escaping
+	// inflates every byte six times.
+	maxInlineDelta = 1000
+	notifyTimeout  = 5 * time.Second
+)
+
+// wire is a notification: an event inline, or a reference (user, seq) to
+// a stored one. Node lets the sender skip what it already delivered.
+type wire struct {
+	Node  string          `json:"n"`
+	User  string          `json:"u"`
+	Seq   int64           `json:"s,omitempty"`
+	Event json.RawMessage `json:"e,omitempty"`
+}
+
+// notify tells the other nodes about ev (PostgreSQL only).
+func (b *Bus) notify(ctx context.Context, ev *Event) {
+	if b.store.Dialect() != store.Postgres {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
+	defer cancel()
+	ch, err := b.channelName(ctx)
+	if err != nil {
+		b.log.WarnContext(ctx, "events: notify channel", "err", err)
+		return
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		b.log.ErrorContext(ctx, "events: encode", "err", err)
+		return
+	}
+	w := wire{Node: b.node, User: ev.UserID}
+	switch {
+	case len(body) <= maxInline:
+		w.Event = body
+	case ev.Seq > 0:
+		w.Seq = ev.Seq
+	default:
+		b.log.WarnContext(ctx, "events: unstored event too large for other nodes", "type", ev.Type, "bytes", len(body))
+		return
+	}
+	payload, _ := json.Marshal(w)
+	if err := b.store.EventNotify(ctx, ch, string(payload)); err != nil {
+		b.log.WarnContext(ctx, "events: notify", "type", ev.Type, "seq", ev.Seq, "err", err)
+	}
+}
+
+func (b *Bus) channelName(ctx context.Context) (string, error) {
+	b.chMu.Lock()
+	defer b.chMu.Unlock()
+	if b.channel == "" {
+		ch, err := b.store.EventChannel(ctx)
+		if err != nil {
+			return "", err
+		}
+		b.channel = ch
+	}
+	return b.channel, nil
+}
+
+// onNotify delivers another node's event to this node's subscribers.
+func (b *Bus) onNotify(ctx context.Context, payload string) {
+	var w wire
+	if err := json.Unmarshal([]byte(payload), &w); err != nil {
+		b.log.WarnContext(ctx, "events: bad notification", "err", err)
+		return
+	}
+	if w.Node == b.node || !b.hasSubscribers(w.User) {
+		return
+	}
+	var ev Event
+	if len(w.Event) > 0 {
+		if err := json.Unmarshal(w.Event, &ev); err != nil {
+			b.log.WarnContext(ctx, "events: bad notified event", "err", err)
+			return
+		}
+	} else {
+		row, err := b.store.EventGet(ctx, w.User, w.Seq)
+		if err == nil {
+			ev, err = fromRow(row)
+		}
+		if err != nil {
+			b.log.WarnContext(ctx, "events: read notified event", "user_id", w.User, "seq", w.Seq, "err", err)
+			return
+		}
+	}
+	ev.UserID = w.User
+	b.deliver(ev)
+}
+
+// Start begins receiving other nodes' events (PostgreSQL; nothing to do on
+// SQLite). It returns once the LISTEN is in effect, so that every event
+// published afterwards on any node reaches this one.
+func (b *Bus) Start(ctx context.Context) error {
+	if b.store.Dialect() != store.Postgres {
+		return nil
+	}
+	b.runMu.Lock()
+	defer b.runMu.Unlock()
+	if b.cancel != nil {
+		return nil
+	}
+	ch, err := b.channelName(ctx)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	ready, failed, done := make(chan struct{}), make(chan error, 1), make(chan struct{})
+	go b.listen(runCtx, ch, ready, failed, done)
+	select {
+	case <-ready:
+		b.cancel, b.done = cancel, done
+		return nil
+	case err = <-failed:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	cancel()
+	<-done
+	return err
+}
+
+// listen keeps a LISTEN connection up, reconnecting with backoff. Events
+// that arrive while it is down are lost to this node's subscribers, so they
+// are closed as dropped: their clients resume from their last seq.
+func (b *Bus) listen(ctx context.Context, ch string, ready chan<- struct{}, failed chan<- error, done chan<- struct{}) {
+	defer close(done)
+	const maxBackoff = 10 * time.Second
+	backoff, started := 100*time.Millisecond, false
+	for {
+		err := b.store.EventListen(ctx, ch, func() {
+			if !started {
+				started = true
+				close(ready)
+			} else {
+				b.closeAll(true)
+				b.log.Info("events: listening again")
+			}
+			backoff = 100 * time.Millisecond
+		}, func(p string) { b.onNotify(ctx, p) })
+		if ctx.Err() != nil {
+			return
+		}
+		if !started {
+			failed <- err
+			return
+		}
+		if err == nil {
+			err = errors.New("listen ended")
+		}
+		b.log.Warn("events: listener connection lost; reconnecting", "err", err, "backoff", backoff)
+		b.closeAll(true)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// Stop ends the listener and closes every subscription (not as dropped:
+// the process is going away). Safe to call more than once.
+func (b *Bus) Stop() {
+	b.runMu.Lock()
+	cancel, done := b.cancel, b.done
+	b.cancel, b.done = nil, nil
+	b.runMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	b.mu.Lock()
+	b.stopped = true
+	b.mu.Unlock()
+	b.closeAll(false)
+}
