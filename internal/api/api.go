@@ -48,6 +48,8 @@ type Deps struct {
 	Auth    *auth.Service
 	Metrics *metrics.Metrics
 	Events  *events.Bus
+	// WebSocket tunes event sockets (ping interval, buffer); zero: defaults.
+	WebSocket events.WSOptions
 }
 
 // API is the assembled HTTP handler and the huma API (for the OpenAPI
@@ -158,14 +160,7 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 		fail(err)
 		return
 	}
-	limitKey := "ip:" + clientIP(ctx)
-	if caller != nil {
-		limitKey = "user:" + caller.UserID
-		if caller.Kind == auth.KindAPIKey {
-			limitKey = "key:" + strconv.FormatInt(caller.KeyID, 10)
-		}
-	}
-	if op.Metadata[unlimitedKey] != true && !a.rate.Allow(limitKey) {
+	if op.Metadata[unlimitedKey] != true && !a.rate.Allow(rateKey(caller, clientIP(ctx))) {
 		fail(apperr.New(apperr.RateLimit, DetailRateLimited))
 		return
 	}
@@ -179,6 +174,18 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 		hctx = huma.WithContext(hctx, ctx)
 	}
 	next(hctx)
+}
+
+// rateKey is whose budget a request spends: the key's, the user's, or
+// the address's when nobody is authenticated.
+func rateKey(caller *auth.Caller, ip string) string {
+	switch {
+	case caller == nil:
+		return "ip:" + ip
+	case caller.Kind == auth.KindAPIKey:
+		return "key:" + strconv.FormatInt(caller.KeyID, 10)
+	}
+	return "user:" + caller.UserID
 }
 
 // callerOf authenticates the Authorization header, else the session cookie.

@@ -37,6 +37,11 @@ func (a *API) routes() {
 	register(a, op("list-api-keys", http.MethodGet, "/api/v1/user/api-keys", "List API keys", "api-keys"), auth.SessionOnly, a.listAPIKeys)
 	register(a, noContent(op("revoke-api-key", http.MethodDelete, "/api/v1/user/api-keys/{key_id}", "Revoke an API key", "api-keys")), auth.SessionOnly, a.revokeAPIKey)
 
+	// Events: a WebSocket, served by plain net/http and documented by hand;
+	// it authenticates itself (cookie, bearer or ?token=).
+	a.mux.HandleFunc("GET /api/v1/ws", a.eventsSocket)
+	a.documentEventsSocket()
+
 	// Operations: no authentication.
 	register(a, unlimited(op("version", http.MethodGet, "/api/v1/version", "Platform and API version", "operations")), auth.Public, a.version)
 	register(a, unlimited(op("healthz", http.MethodGet, "/healthz", "Liveness", "operations")), auth.Public, a.healthz)

@@ -1,0 +1,141 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/coder/websocket"
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/events"
+)
+
+// eventsSocket is GET /api/v1/ws: a plain net/http route, since a
+// WebSocket is not a request/response operation huma can describe.
+func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
+	caller, byCookie, err := a.socketCaller(r)
+	if err == nil {
+		err = auth.Allow(caller, auth.AppUse, http.MethodGet)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		writeError(w, r, apperr.New(apperr.Validation, "Expected a WebSocket upgrade request"))
+		return
+	}
+	if !a.rate.Allow(rateKey(caller, clientIP(r.Context()))) {
+		writeError(w, r, apperr.New(apperr.RateLimit, DetailRateLimited))
+		return
+	}
+	q := r.URL.Query()
+	req := events.WSRequest{
+		UserID: caller.UserID,
+		Filter: events.Filter{AppID: q.Get("app_id"), ChatID: q.Get("chat_id"), ActivationID: q.Get("activation_id")},
+		Since:  -1,
+		AppID:  caller.AppID,
+		// A cookie rides along with any page's request: only the platform's
+		// own origin may use it. A token in the request was put there on
+		// purpose, from wherever.
+		Accept: &websocket.AcceptOptions{InsecureSkipVerify: !byCookie, OriginPatterns: a.socketOrigins()},
+	}
+	if s := q.Get("since"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, r, apperr.Invalid("since", "Invalid value for field since: expected a non-negative integer"))
+			return
+		}
+		req.Since = n
+	}
+	if err := auth.AllowApp(caller, req.Filter.AppID); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	a.Events.ServeWS(w, r, req, a.WebSocket)
+}
+
+// socketCaller authenticates ?token=, the Authorization header or the
+// session cookie, and says whether it was the cookie.
+func (a *API) socketCaller(r *http.Request) (*auth.Caller, bool, error) {
+	ctx := r.Context()
+	if token := r.URL.Query().Get("token"); token != "" {
+		c, err := a.Auth.Authenticate(ctx, token)
+		return c, false, err
+	}
+	if h := r.Header.Get("Authorization"); h != "" {
+		token, ok := auth.BearerToken(h)
+		if !ok {
+			return nil, false, auth.ErrAuthRequired
+		}
+		c, err := a.Auth.Authenticate(ctx, token)
+		return c, false, err
+	}
+	if token := sessionCookie(r.Header.Get("Cookie")); token != "" {
+		c, err := a.Auth.Authenticate(ctx, token)
+		return c, true, err
+	}
+	return nil, false, auth.ErrAuthRequired
+}
+
+// socketOrigins are the origins besides the request's own host that may
+// open a cookie-authenticated socket: the public URL's (behind a proxy the
+// Host header may differ).
+func (a *API) socketOrigins() []string {
+	if u, err := url.Parse(a.Config.PublicURL); err == nil && u.Host != "" {
+		return []string{u.Host}
+	}
+	return nil
+}
+
+// documentEventsSocket adds GET /api/v1/ws to the OpenAPI document by hand.
+func (a *API) documentEventsSocket() {
+	oapi := a.huma.OpenAPI()
+	query := func(name, desc string, schema *huma.Schema) *huma.Param {
+		return &huma.Param{Name: name, In: "query", Description: desc, Schema: schema}
+	}
+	str := &huma.Schema{Type: huma.TypeString}
+	eventSchema := oapi.Components.Schemas.Schema(reflect.TypeOf(events.Event{}), true, "Event")
+	errSchema := oapi.Components.Schemas.Schema(reflect.TypeOf(ErrorBody{}), true, "ErrorBody")
+	errResp := func(desc string) *huma.Response {
+		return &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errSchema}}}
+	}
+	oapi.AddOperation(&huma.Operation{
+		OperationID: "events-websocket",
+		Method:      http.MethodGet,
+		Path:        "/api/v1/ws",
+		Summary:     "Live events (WebSocket)",
+		Tags:        []string{"events"},
+		Description: "Upgrade to a WebSocket that streams the caller's activation events as JSON text messages " +
+			"(`activation_created`, `activation_started`, `activation_completed` with `output_data`, `activation_failed` with `error`), " +
+			"each with a per-user increasing `seq` (see the Event schema).\n\n" +
+			"Authenticate with the `ap_session` cookie (same origin only), `Authorization: Bearer <token>`, or `?token=<token>` " +
+			"(for browsers, which cannot set headers on a WebSocket). A key bound to an app sees only that app's events.\n\n" +
+			"The client may send `{\"type\": \"subscribe\", \"app_id\"?, \"chat_id\"?, \"activation_id\"?}` to replace the filter; " +
+			"the server answers `{\"type\": \"subscribed\", ...the filter}` (or `{\"type\": \"error\", \"error\"}` for a bad message).\n\n" +
+			"`?since=<seq>` first replays the stored events after that seq (kept at least 24 h), then continues live without gap or duplicate. " +
+			"The server pings every 30 s. A client that cannot keep up is closed with code 1008 and should reconnect with `since` set " +
+			"to the last seq it received; a stopping node closes with 1001.",
+		Parameters: []*huma.Param{
+			query("app_id", "Only events of this app", str),
+			query("chat_id", "Only events of this chat (context.chat_id)", str),
+			query("activation_id", "Only events of this activation", str),
+			query("since", "Replay the stored events after this seq first", &huma.Schema{Type: huma.TypeInteger, Minimum: new(float64)}),
+			query("token", "A session token or API key, for clients that cannot send headers", str),
+		},
+		Security: []map[string][]string{{"bearer": {}}, {"cookie": {}}},
+		Responses: map[string]*huma.Response{
+			"101": {Description: "Switching protocols; then one Event per text message",
+				Content: map[string]*huma.MediaType{"application/json": {Schema: eventSchema}}},
+			"400": errResp("A bad query parameter (e.g. since), or not a WebSocket handshake"),
+			"401": errResp("No or invalid credentials"),
+			"403": errResp("A cross-origin cookie request, or a key bound to another app"),
+			"429": errResp("Rate limit exceeded"),
+		},
+	})
+}
