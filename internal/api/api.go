@@ -16,6 +16,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
+	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
@@ -41,13 +42,14 @@ const SessionCookie = "ap_session"
 
 // Deps are what the API is built on.
 type Deps struct {
-	Config  *config.Config
-	Log     *slog.Logger
-	Store   *store.Store
-	Secrets *secret.Box
-	Auth    *auth.Service
-	Metrics *metrics.Metrics
-	Events  *events.Bus
+	Config      *config.Config
+	Log         *slog.Logger
+	Store       *store.Store
+	Secrets     *secret.Box
+	Auth        *auth.Service
+	Activations *activation.Service
+	Events      *events.Bus
+	Metrics     *metrics.Metrics
 	// WebSocket tunes event sockets (ping interval, buffer); zero: defaults.
 	WebSocket events.WSOptions
 }

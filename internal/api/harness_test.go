@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -48,6 +49,12 @@ func newEnv(t testing.TB, d store.Dialect, vars map[string]string) *env {
 	srv, err := server.New(context.Background(), cfg, log, server.Options{HTTP: true, Password: cheapPasswords})
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
+	require.NoError(t, srv.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Stop(ctx)
+	})
 	hs := httptest.NewServer(srv.API)
 	t.Cleanup(hs.Close)
 	return &env{t: t, srv: srv, url: hs.URL, logs: logs}

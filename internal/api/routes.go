@@ -37,6 +37,23 @@ func (a *API) routes() {
 	register(a, op("list-api-keys", http.MethodGet, "/api/v1/user/api-keys", "List API keys", "api-keys"), auth.SessionOnly, a.listAPIKeys)
 	register(a, noContent(op("revoke-api-key", http.MethodDelete, "/api/v1/user/api-keys/{key_id}", "Revoke an API key", "api-keys")), auth.SessionOnly, a.revokeAPIKey)
 
+	// Activations: using an app's agents is open to app:access keys.
+	register(a, created(op("activate-agent", http.MethodPost, "/api/v1/agents/{agent_id}/activate", "Activate an agent (simple form: status pending)", "activations")), auth.AppUse, a.activateSimple)
+	register(a, created(op("activate-app-agent", http.MethodPost, "/api/v1/apps/{app_id}/agents/{agent_id}/activate", "Activate an agent of an app", "activations")), auth.AppUse, a.activateInApp)
+	register(a, created(op("create-activation", http.MethodPost, "/api/v1/activations", "Create an activation", "activations")), auth.AppUse, a.createActivation)
+	register(a, op("list-activations", http.MethodGet, "/api/v1/activations", "Activation history", "activations"), auth.AppUse, a.listActivations)
+	register(a, op("get-activation", http.MethodGet, "/api/v1/activations/{activation_id}", "One activation", "activations"), auth.AppUse, a.getActivation)
+	register(a, op("cancel-activation", http.MethodPost, "/api/v1/activations/{activation_id}/cancel", "Cancel a queued or running activation", "activations"), auth.AppUse, a.cancelActivation)
+	register(a, op("list-agent-activations", http.MethodGet, "/api/v1/agents/{agent_id}/activations", "Activations of an agent", "activations"), auth.AppUse, a.listAgentActivations)
+	register(a, op("list-app-activations", http.MethodGet, "/api/v1/apps/{app_id}/activations", "Activations of an app", "activations"), auth.AppUse, a.listAppActivations)
+	register(a, op("get-app-activation", http.MethodGet, "/api/v1/apps/{app_id}/agents/activations/{activation_id}", "One activation of an app", "activations"), auth.AppUse, a.getAppActivation)
+
+	// Workers.
+	register(a, op("worker-status", http.MethodGet, "/api/v1/worker/status", "Worker processes, queue depth, throughput", "worker"), auth.User, a.workerStatus)
+	register(a, op("worker-pause", http.MethodPost, "/api/v1/worker/pause", "Pause the activation queue (admin)", "worker"), auth.AdminOnly, a.pauseWorker)
+	register(a, op("worker-resume", http.MethodPost, "/api/v1/worker/resume", "Resume the activation queue (admin)", "worker"), auth.AdminOnly, a.resumeWorker)
+	register(a, op("worker-jobs", http.MethodGet, "/api/v1/worker/jobs", "Queue jobs (admin)", "worker"), auth.AdminOnly, a.workerJobs)
+
 	// Events: a WebSocket, served by plain net/http and documented by hand;
 	// it authenticates itself (cookie, bearer or ?token=).
 	a.mux.HandleFunc("GET /api/v1/ws", a.eventsSocket)

@@ -27,6 +27,9 @@ type Options struct {
 	// FetchPollInterval is how often an idle worker looks for new jobs when
 	// it is not notified of them; zero means River's default.
 	FetchPollInterval time.Duration
+	// FetchCooldown is the least time between two fetches; zero means
+	// River's default (100 ms), far too slow for short activations.
+	FetchCooldown time.Duration
 }
 
 // Queue is the River client of this process.
@@ -62,6 +65,7 @@ func (q *Queue) Start(ctx context.Context) error {
 		Logger:            slog.New(levelFloor{q.log.Handler(), slog.LevelWarn}),
 		Workers:           q.workers,
 		FetchPollInterval: q.opts.FetchPollInterval,
+		FetchCooldown:     q.opts.FetchCooldown,
 	}
 	if q.opts.RunWorkers {
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(1, q.opts.Workers)}}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/api"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
@@ -46,12 +47,16 @@ type Server struct {
 	Auth    *auth.Service
 	Queue   *queue.Queue
 	Events  *events.Bus
-	API     *api.API
-	Metrics *metrics.Metrics
-	opts    Options
-	ln      net.Listener
-	http    *http.Server
-	close   sync.Once
+	// Activations is the activation core; Recovery its heartbeat and
+	// reaper, running while this process works jobs.
+	Activations *activation.Service
+	recovery    *activation.Recovery
+	API         *api.API
+	Metrics     *metrics.Metrics
+	opts        Options
+	ln          net.Listener
+	http        *http.Server
+	close       sync.Once
 }
 
 // Close closes the database; Run calls it on the way out, tests that never
@@ -97,13 +102,21 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers})
+	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers,
+		// A transactional insert does not wake River's producer without
+		// LISTEN/NOTIFY, so new activations are found by polling: often, and
+		// with almost no pause between fetches while work keeps coming.
+		FetchPollInterval: 20 * time.Millisecond, FetchCooldown: time.Millisecond})
 	s.Queue.AddMaintenance(s.Auth)
 	s.Events = events.New(s.Store, s.Log)
 	s.Events.AddJobs(s.Queue)
+	s.Activations = activation.New(activation.Deps{
+		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events,
+		Agents: interimAgents{s.Store, s.Auth}, Resolve: interimResolve,
+	}, activation.Options{Concurrency: s.Config.Workers})
 	if s.opts.HTTP {
-		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth, Metrics: s.Metrics,
-			Events: s.Events})
+		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth,
+			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics})
 		if err != nil {
 			return err
 		}
@@ -168,15 +181,8 @@ func (s *Server) Banner(w io.Writer) {
 // Run serves until ctx ends, then drains and closes everything.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
-	// Not ctx itself: River treats the end of Start's context as a hard
-	// stop that cancels running jobs at once. SIGTERM must drain them
-	// (Queue.Stop below) within DrainTimeout instead.
-	if err := s.Queue.Start(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("start queue: %w", err)
-	}
-	// Before serving: a client that connects must hear other nodes' events.
-	if err := s.Events.Start(ctx); err != nil {
-		return fmt.Errorf("start event listener: %w", err)
+	if err := s.Start(ctx); err != nil {
+		return err
 	}
 	errc := make(chan error, 1)
 	if s.opts.HTTP {
@@ -217,14 +223,47 @@ func (s *Server) Run(ctx context.Context) error {
 			s.Log.Warn("http shutdown", "err", err)
 		}
 	}
-	// WebSocket connections are hijacked, so Shutdown does not wait for
-	// them: closing the subscriptions ends them.
-	s.Events.Stop()
-	if err := s.Queue.Stop(drain); err != nil {
-		s.Log.Warn("queue stop", "err", err)
-	}
+	s.Stop(drain)
 	s.Log.Info("stopped")
 	return runErr
+}
+
+// Start starts the queue and, on a worker, the heartbeat and reaper.
+func (s *Server) Start(ctx context.Context) error {
+	// Not ctx itself: River treats the end of Start's context as a hard
+	// stop that cancels running jobs at once. SIGTERM must drain them
+	// (Queue.Stop) within DrainTimeout instead.
+	if err := s.Queue.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start queue: %w", err)
+	}
+	// Before serving: a client that connects must hear other nodes' events.
+	if err := s.Events.Start(ctx); err != nil {
+		return fmt.Errorf("start event listener: %w", err)
+	}
+	if !s.Config.NoWorker {
+		r, err := s.Activations.StartRecovery(ctx)
+		if err != nil {
+			return err
+		}
+		s.recovery = r
+	}
+	return nil
+}
+
+// Stop drains the queue (running activations finish or are handed back)
+// within ctx, then unregisters the worker.
+func (s *Server) Stop(ctx context.Context) {
+	if err := s.Queue.Stop(ctx); err != nil {
+		s.Log.Warn("queue stop", "err", err)
+	}
+	if s.recovery != nil {
+		s.recovery.Stop(ctx)
+	}
+	// After the drain, so that WebSocket clients still hear the ends of
+	// the activations that finished during it. Hijacked WebSocket
+	// connections are not awaited by http.Server.Shutdown: closing the
+	// subscriptions ends them.
+	s.Events.Stop()
 }
 
 // handler adds the headers of production mode around the API.

@@ -1,0 +1,190 @@
+package activation
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/version"
+)
+
+// Recovery is the worker side's housekeeping: it heartbeats for this
+// process and reaps the activations of workers that went silent. Every
+// worker process runs one, so a dead worker's activations come back as soon
+// as any other worker (a restarted one included) is up.
+type Recovery struct {
+	svc       *Service
+	self      store.Worker
+	stop      chan struct{}
+	done      sync.WaitGroup
+	running   atomic.Int64
+	closeOnce sync.Once
+}
+
+// StartRecovery registers this worker and starts heartbeating and reaping.
+func (s *Service) StartRecovery(ctx context.Context) (*Recovery, error) {
+	host, _ := os.Hostname()
+	now := s.now()
+	r := &Recovery{svc: s, stop: make(chan struct{}), self: store.Worker{
+		ID: s.opts.WorkerID, Hostname: host, PID: os.Getpid(), Version: version.Version,
+		StartedAt: now, HeartbeatAt: now, Concurrency: s.opts.Concurrency,
+	}}
+	if err := s.Store.WorkerHeartbeat(ctx, &r.self); err != nil {
+		return nil, fmt.Errorf("register worker: %w", err)
+	}
+	r.done.Add(1)
+	go r.loop(context.WithoutCancel(ctx))
+	return r, nil
+}
+
+func (r *Recovery) loop(ctx context.Context) {
+	defer r.done.Done()
+	// Reap at once: a restarted worker picks up what a dead one left.
+	r.reap(ctx)
+	t := time.NewTicker(r.svc.opts.HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			r.self.HeartbeatAt = r.svc.now()
+			r.self.Running = r.svc.runningCount()
+			if err := r.svc.Store.WorkerHeartbeat(ctx, &r.self); err != nil {
+				r.svc.Log.Warn("worker heartbeat", "err", err)
+			}
+			r.reap(ctx)
+		}
+	}
+}
+
+// Stop ends the loop and unregisters the worker (after River drained it).
+func (r *Recovery) Stop(ctx context.Context) {
+	r.closeOnce.Do(func() {
+		close(r.stop)
+		r.done.Wait()
+		if err := r.svc.Store.WorkerDelete(ctx, r.self.ID); err != nil {
+			r.svc.Log.Warn("unregister worker", "err", err)
+		}
+	})
+}
+
+// reap hands back the running activations of every worker silent for
+// DeadAfter, and of workers that hold activations without a worker row.
+func (r *Recovery) reap(ctx context.Context) {
+	s := r.svc
+	dead, err := s.Store.WorkersSilentSince(ctx, s.now().Add(-s.opts.DeadAfter))
+	if err != nil {
+		s.Log.Warn("find dead workers", "err", err)
+		return
+	}
+	ids := make([]string, 0, len(dead))
+	for _, w := range dead {
+		ids = append(ids, w.ID)
+	}
+	orphans, err := s.Store.ActivationWorkersWithoutHeartbeat(ctx)
+	if err != nil {
+		s.Log.Warn("find orphaned activations", "err", err)
+		return
+	}
+	ids = append(ids, orphans...)
+	for _, id := range ids {
+		if id == s.opts.WorkerID {
+			continue
+		}
+		n, err := s.recoverWorker(ctx, id)
+		if err != nil {
+			s.Log.Error("recover activations of a dead worker", "worker_id", id, "err", err)
+			continue
+		}
+		if err := s.Store.WorkerDelete(ctx, id); err != nil {
+			s.Log.Warn("remove dead worker", "worker_id", id, "err", err)
+		}
+		s.Log.Warn("worker presumed dead: its activations were recovered", "worker_id", id, "activations", n)
+	}
+}
+
+// recoverWorker re-queues (with a fresh job) or, past MaxAttempts, fails
+// each activation a dead worker was running.
+func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, error) {
+	ids, err := s.Store.ActivationsRunningOn(ctx, workerID)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		var ev *events.Event
+		err := s.Store.InTx(ctx, func(tx *store.Store) error {
+			a, err := tx.ActivationGet(ctx, id)
+			if err != nil || a.Status != store.StatusRunning || a.WorkerID != workerID {
+				return err
+			}
+			if a.Attempt >= s.opts.MaxAttempts {
+				ended, ok, err := tx.ActivationFinish(ctx, id, store.Outcome{Status: store.StatusFailed, CompletedAt: s.now(),
+					Error: fmt.Sprintf("The worker running this activation stopped responding (attempt %d of %d)", a.Attempt, s.opts.MaxAttempts)})
+				if err != nil || !ok {
+					return err
+				}
+				e := s.event(events.ActivationFailed, ended)
+				if err := s.Events.Append(ctx, tx, &e); err != nil {
+					return err
+				}
+				ev = &e
+				return s.webhookTx(ctx, tx, ended, e)
+			}
+			if ok, err := tx.ActivationRequeue(ctx, id); err != nil || !ok {
+				return err
+			}
+			// The dead worker's job is stuck "running" in River until its
+			// rescuer retries it, and the retry's claim will be a no-op: a
+			// fresh job brings the activation back now.
+			return s.enqueue(ctx, tx, a)
+		})
+		if err != nil {
+			return 0, err
+		}
+		if ev != nil {
+			s.Events.Publish(ctx, *ev)
+		}
+	}
+	return len(ids), nil
+}
+
+func (s *Service) runningCount() int {
+	n := 0
+	s.running.Range(func(any, any) bool { n++; return true })
+	return n
+}
+
+// Worker status, for GET /api/v1/worker/status.
+type Status struct {
+	Workers    []store.Worker
+	Queued     int
+	Running    int
+	LastMinute [2]int // completed, failed
+	LastHour   [2]int
+}
+
+// Status reports the worker processes, queue depth and throughput.
+func (s *Service) Status(ctx context.Context) (*Status, error) {
+	st := &Status{}
+	var err error
+	if st.Workers, err = s.Store.WorkerList(ctx); err != nil {
+		return nil, err
+	}
+	if st.Queued, st.Running, err = s.Store.ActivationDepth(ctx); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if st.LastMinute[0], st.LastMinute[1], err = s.Store.ActivationCountsSince(ctx, now.Add(-time.Minute)); err != nil {
+		return nil, err
+	}
+	if st.LastHour[0], st.LastHour[1], err = s.Store.ActivationCountsSince(ctx, now.Add(-time.Hour)); err != nil {
+		return nil, err
+	}
+	return st, nil
+}

@@ -1,0 +1,438 @@
+// Package activation owns the life of an activation: its creation (with its
+// River job and its created event in one transaction, idempotent under an
+// Idempotency-Key), its run on a worker (claim, LLM call with retries,
+// timeout and cancellation, result and events in one transaction), and its
+// recovery when a worker dies (heartbeats, re-queue). Execution is
+// at-least-once: a job may run twice, but the claim makes the second run a
+// no-op.
+package activation
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/queue"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// Agents finds the agents and apps a caller may use (apps.Service).
+type Agents interface {
+	VisibleAgent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error)
+	OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
+}
+
+// ResolveFunc turns a provider_id ("" for the default) into a client, the
+// provider's id and its default model (llm.Service.Resolve).
+type ResolveFunc func(ctx context.Context, userID, providerID string) (client llm.Client, id, defaultModel string, err error)
+
+// EventBus stores events in a transaction and publishes them after commit
+// (events.Bus).
+type EventBus interface {
+	Append(ctx context.Context, tx *store.Store, ev *events.Event) error
+	Publish(ctx context.Context, evs ...events.Event)
+	PublishDelta(ctx context.Context, userID, activationID, text string)
+}
+
+// Webhooks queues the delivery of an ended activation's event in the
+// transaction that records the end (webhook.Service).
+type Webhooks interface {
+	EnqueueTx(ctx context.Context, tx *store.Store, appID, url string, ev events.Event) error
+}
+
+// Deps are what the service is built on. Webhooks may be nil.
+type Deps struct {
+	Store    *store.Store
+	Auth     *auth.Service
+	Queue    *queue.Queue
+	Log      *slog.Logger
+	Agents   Agents
+	Resolve  ResolveFunc
+	Events   EventBus
+	Webhooks Webhooks
+}
+
+// Options tune the worker side.
+type Options struct {
+	// WorkerID names this process in the workers table.
+	WorkerID string
+	// Concurrency is AP_WORKERS.
+	Concurrency int
+	// HeartbeatEvery and DeadAfter: a worker silent for DeadAfter is dead.
+	HeartbeatEvery, DeadAfter time.Duration
+	// MaxAttempts bounds how often an activation is started before a dying
+	// worker fails it instead of re-queueing it.
+	MaxAttempts int
+	// RetryBackoff is the first delay between retries of a transient
+	// provider error (then doubled).
+	RetryBackoff time.Duration
+	// ProviderRetries is how many times a transient error is retried.
+	ProviderRetries int
+}
+
+func (o *Options) defaults() {
+	if o.WorkerID == "" {
+		o.WorkerID = uuid.Must(uuid.NewV7()).String()
+	}
+	if o.HeartbeatEvery == 0 {
+		o.HeartbeatEvery = 10 * time.Second
+	}
+	if o.DeadAfter == 0 {
+		o.DeadAfter = 30 * time.Second
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 3
+	}
+	if o.RetryBackoff == 0 {
+		o.RetryBackoff = 500 * time.Millisecond
+	}
+	if o.ProviderRetries == 0 {
+		o.ProviderRetries = 3
+	}
+}
+
+// Service is the activation domain.
+type Service struct {
+	Deps
+	opts    Options
+	running sync.Map // activation id → context.CancelCauseFunc, for cancels on this node
+	now     func() time.Time
+}
+
+// New builds the service and registers its River worker on q.
+func New(d Deps, opts Options) *Service {
+	opts.defaults()
+	s := &Service{Deps: d, opts: opts, now: store.Now}
+	queue.AddWorker(d.Queue, &jobWorker{svc: s})
+	return s
+}
+
+// The public errors.
+var (
+	errAgentNotFound      = apperr.NotFoundf("Agent not found")
+	errActivationNotFound = apperr.NotFoundf("Activation not found")
+	// ErrCancelled is the error text of a cancelled activation.
+	ErrCancelled = "Activation cancelled"
+)
+
+// Request is an activate call, whichever form it came in.
+type Request struct {
+	AgentID string
+	// AppID is set by the app-scoped form: the agent must belong to it.
+	AppID          string
+	InputData      json.RawMessage
+	Context        map[string]any
+	Metadata       map[string]any
+	Priority       int // 0 means the default, 2
+	IdempotencyKey string
+}
+
+// idempotencyWindow is how long a key names its first activation.
+const idempotencyWindow = 24 * time.Hour
+
+// Create records a queued activation and its job, or, for a repeated
+// Idempotency-Key with the same request, returns the first activation
+// (replayed true).
+func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *store.Activation, replayed bool, err error) {
+	if err := validate(&r); err != nil {
+		return nil, false, err
+	}
+	agent, err := s.Agents.VisibleAgent(ctx, c, r.AgentID)
+	if err != nil {
+		return nil, false, err
+	}
+	if r.AppID != "" && agent.AppID != r.AppID {
+		return nil, false, errAgentNotFound
+	}
+	if err := auth.AllowApp(c, agent.AppID); err != nil {
+		return nil, false, err
+	}
+	if pid, _ := r.Metadata["provider_id"].(string); pid != "" {
+		if _, _, _, err := s.Resolve(ctx, c.UserID, pid); err != nil {
+			return nil, false, prefixField(err, "metadata.")
+		}
+	}
+	hash := requestHash(agent.ID, &r)
+	if r.IdempotencyKey != "" {
+		if prior, ok, err := s.replay(ctx, c.UserID, r.IdempotencyKey, hash); ok || err != nil {
+			return prior, ok, err
+		}
+	}
+	a = &store.Activation{
+		ID: uuid.Must(uuid.NewV7()).String(), UserID: c.UserID, AppID: agent.AppID, AgentID: agent.ID,
+		Status: store.StatusQueued, InputData: r.InputData, Priority: r.Priority, CreatedAt: s.now(),
+		IdempotencyKey: r.IdempotencyKey, RequestHash: hash,
+	}
+	a.Context, _ = json.Marshal(r.Context)
+	a.Metadata, _ = json.Marshal(r.Metadata)
+	a.ChatID, _ = r.Context["chat_id"].(string)
+
+	ev := s.event(events.ActivationCreated, a)
+	err = s.Store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.ActivationCreate(ctx, a); err != nil {
+			return err
+		}
+		if err := s.enqueue(ctx, tx, a); err != nil {
+			return err
+		}
+		return s.Events.Append(ctx, tx, &ev)
+	})
+	if errors.Is(err, store.ErrConflict) && r.IdempotencyKey != "" {
+		// A concurrent request with the same key won the insert: answer
+		// with its activation, as if this one had come second.
+		prior, ok, err := s.replay(ctx, c.UserID, r.IdempotencyKey, hash)
+		if err == nil && !ok {
+			err = apperr.New(apperr.Conflict, "A request with this Idempotency-Key is being processed")
+		}
+		return prior, ok, err
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	s.Events.Publish(ctx, ev)
+	return a, false, nil
+}
+
+// replay returns the activation an Idempotency-Key already names (ok), a
+// 409 when the key was used with another request, or nothing when the key
+// is new or its window is over.
+func (s *Service) replay(ctx context.Context, userID, key, hash string) (*store.Activation, bool, error) {
+	prior, err := s.Store.ActivationGetByIdempotencyKey(ctx, userID, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if s.now().Sub(prior.CreatedAt) >= idempotencyWindow {
+		return nil, false, s.Store.ActivationReleaseIdempotencyKey(ctx, userID, key, s.now().Add(-idempotencyWindow))
+	}
+	if prior.RequestHash != hash {
+		return nil, false, apperr.New(apperr.Conflict, "Idempotency-Key was already used with a different request")
+	}
+	return prior, true, nil
+}
+
+// enqueue inserts the activation's job in tx: it commits with the row.
+func (s *Service) enqueue(ctx context.Context, tx *store.Store, a *store.Activation) error {
+	_, err := s.Queue.Client().InsertTx(ctx, tx.Tx(), Args{ActivationID: a.ID}, &river.InsertOpts{
+		Priority: a.Priority, MaxAttempts: 10,
+	})
+	return err
+}
+
+func validate(r *Request) error {
+	if len(r.InputData) == 0 || string(r.InputData) == "null" {
+		return apperr.Invalid("input_data", "Missing required field: input_data")
+	}
+	var obj map[string]any
+	if json.Unmarshal(r.InputData, &obj) != nil {
+		return apperr.Invalid("input_data", "Invalid value for field input_data: expected object")
+	}
+	if r.Priority == 0 {
+		r.Priority = 2
+	}
+	if r.Priority < 1 || r.Priority > 4 {
+		return apperr.Invalid("priority", "Invalid value for field priority: expected 1 (most urgent) to 4")
+	}
+	if r.Context == nil {
+		r.Context = map[string]any{}
+	}
+	if r.Metadata == nil {
+		r.Metadata = map[string]any{}
+	}
+	if v, ok := r.Context["chat_id"]; ok {
+		if s, isStr := v.(string); !isStr || s == "" || len(s) > 200 {
+			return apperr.Invalid("context.chat_id", "Invalid value for field context.chat_id: expected a non-empty string")
+		}
+	}
+	for _, k := range []string{"provider_id", "model", "system_prompt", "webhook_url"} {
+		if v, ok := r.Metadata[k]; ok {
+			if _, isStr := v.(string); !isStr {
+				return apperr.Invalid("metadata."+k, "Invalid value for field metadata."+k+": expected string")
+			}
+		}
+	}
+	if v, ok := r.Metadata["temperature"]; ok {
+		if t, isNum := v.(float64); !isNum || t < 0 || t > 2 {
+			return apperr.Invalid("metadata.temperature", "Invalid value for field metadata.temperature: expected a number from 0 to 2")
+		}
+	}
+	if v, ok := r.Metadata["max_tokens"]; ok {
+		if n, isNum := v.(float64); !isNum || n < 1 || n != float64(int(n)) {
+			return apperr.Invalid("metadata.max_tokens", "Invalid value for field metadata.max_tokens: expected a positive integer")
+		}
+	}
+	if u, _ := r.Metadata["webhook_url"].(string); u != "" {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			return apperr.Invalid("metadata.webhook_url", "Invalid value for field metadata.webhook_url: expected an absolute http(s) URL")
+		}
+	}
+	return nil
+}
+
+// requestHash identifies a request for Idempotency-Key comparisons. JSON of
+// maps is key-sorted, so the same request hashes the same.
+func requestHash(agentID string, r *Request) string {
+	var input any
+	_ = json.Unmarshal(r.InputData, &input)
+	b, _ := json.Marshal([]any{agentID, input, r.Context, r.Metadata, r.Priority})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func prefixField(err error, prefix string) error {
+	if ae, ok := apperr.As(err); ok && ae.Kind == apperr.Validation && ae.Field != "" {
+		field := prefix + ae.Field
+		return apperr.Invalid(field, "Invalid value for field "+field+": "+ae.Detail)
+	}
+	return err
+}
+
+// Get returns an activation of the caller's (404 otherwise; admins with a
+// reason through auth.Reach).
+func (s *Service) Get(ctx context.Context, c *auth.Caller, id string) (*store.Activation, error) {
+	if uuid.Validate(id) != nil {
+		return nil, errActivationNotFound
+	}
+	a, err := s.Store.ActivationGet(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errActivationNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Auth.Reach(ctx, c, auth.Resource{Type: "activation", ID: a.ID, OwnerID: a.UserID}, "activation.read", errActivationNotFound); err != nil {
+		return nil, err
+	}
+	if c.AppID != "" && a.AppID != c.AppID {
+		return nil, errActivationNotFound
+	}
+	return a, nil
+}
+
+// Cancel ends a queued or running activation as failed with "Activation
+// cancelled" and stops its work: at once on this node, within a second on
+// another.
+func (s *Service) Cancel(ctx context.Context, a *store.Activation) (*store.Activation, error) {
+	var out *store.Activation
+	var ev events.Event
+	err := s.Store.InTx(ctx, func(tx *store.Store) error {
+		done, ok, err := tx.ActivationCancel(ctx, a.ID, ErrCancelled, s.now())
+		if err != nil || !ok {
+			return err
+		}
+		out = done
+		ev = s.event(events.ActivationFailed, done)
+		if err := s.Events.Append(ctx, tx, &ev); err != nil {
+			return err
+		}
+		return s.webhookTx(ctx, tx, done, ev)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, apperr.Newf(apperr.Conflict, "Activation already %s", a.Status)
+	}
+	if cancel, ok := s.running.Load(a.ID); ok {
+		cancel.(context.CancelCauseFunc)(errCancelled)
+	}
+	s.Events.Publish(ctx, ev)
+	return out, nil
+}
+
+// List returns a page of the caller's activations.
+func (s *Service) List(ctx context.Context, f store.ActivationFilter) ([]store.Activation, int, error) {
+	return s.Store.ActivationList(ctx, f)
+}
+
+// NormalizeStatus maps the alternate vocabulary (pending, processing) onto
+// the stored one; unknown values are a 400 naming the field.
+func NormalizeStatus(status string) (string, error) {
+	switch status {
+	case "pending":
+		return store.StatusQueued, nil
+	case "processing":
+		return store.StatusRunning, nil
+	case store.StatusQueued, store.StatusRunning, store.StatusCompleted, store.StatusFailed:
+		return status, nil
+	}
+	return "", apperr.Invalid("status", "Invalid value for field status: expected queued, running, completed, failed, pending or processing")
+}
+
+// event builds the event of a; Seq is assigned by the bus.
+func (s *Service) event(typ string, a *store.Activation) events.Event {
+	ctxMap := map[string]any{}
+	_ = json.Unmarshal(a.Context, &ctxMap)
+	if a.AppID != "" {
+		ctxMap["app_id"] = a.AppID
+	}
+	ev := events.Event{Type: typ, UserID: a.UserID, ActivationID: a.ID, AgentID: a.AgentID, Status: a.Status,
+		Context: ctxMap, Timestamp: s.now()}
+	if a.Status == store.StatusCompleted {
+		ev.OutputData = a.OutputData
+	}
+	if a.Error != nil {
+		ev.Error = *a.Error
+	}
+	return ev
+}
+
+// SetPaused pauses or resumes the activation queue on every worker: queued
+// activations wait, nothing is lost.
+func (s *Service) SetPaused(ctx context.Context, paused bool) error {
+	if paused {
+		return s.Queue.Client().QueuePause(ctx, river.QueueDefault, nil)
+	}
+	return s.Queue.Client().QueueResume(ctx, river.QueueDefault, nil)
+}
+
+// Job is a queue job as the admin sees it.
+type Job struct {
+	ID          int64
+	Kind        string
+	State       string
+	Attempt     int
+	MaxAttempts int
+	Priority    int
+	Args        json.RawMessage
+	CreatedAt   time.Time
+	Errors      []string
+}
+
+// Jobs lists queue jobs, optionally in one state, newest first.
+func (s *Service) Jobs(ctx context.Context, state string, limit int) ([]Job, error) {
+	params := river.NewJobListParams().First(limit).OrderBy(river.JobListOrderByID, river.SortOrderDesc)
+	if state != "" {
+		params = params.States(rivertype.JobState(state))
+	}
+	res, err := s.Queue.Client().JobList(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]Job, 0, len(res.Jobs))
+	for _, j := range res.Jobs {
+		job := Job{ID: j.ID, Kind: j.Kind, State: string(j.State), Attempt: j.Attempt, MaxAttempts: j.MaxAttempts,
+			Priority: j.Priority, Args: j.EncodedArgs, CreatedAt: j.CreatedAt, Errors: []string{}}
+		for _, e := range j.Errors {
+			job.Errors = append(job.Errors, e.Error)
+		}
+		jobs = append(jobs, job)
+	}
+	return jobs, nil
+}

@@ -1,0 +1,323 @@
+package activation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// Args is the River job of one activation.
+type Args struct {
+	ActivationID string `json:"activation_id"`
+}
+
+// Kind names the job in the queue.
+func (Args) Kind() string { return "activation" }
+
+type jobWorker struct {
+	river.WorkerDefaults[Args]
+	svc *Service
+}
+
+// Timeout: none from River; each agent's own timeout applies inside.
+func (w *jobWorker) Timeout(*river.Job[Args]) time.Duration { return -1 }
+
+// Work runs the activation. It returns an error only when the process is
+// stopping with the activation unfinished: River then retries the job, and
+// the activation, handed back to queued, runs again.
+func (w *jobWorker) Work(ctx context.Context, job *river.Job[Args]) error {
+	return w.svc.run(ctx, job.Args.ActivationID)
+}
+
+// Causes of a run's context ending.
+var (
+	errCancelled = errors.New("cancelled")
+	errTimedOut  = errors.New("timed out")
+	errShutdown  = errors.New("worker stopping")
+)
+
+func (s *Service) run(ctx context.Context, id string) error {
+	var started events.Event
+	var a *store.Activation
+	err := s.Store.InTx(ctx, func(tx *store.Store) error {
+		claimed, ok, err := tx.ActivationClaim(ctx, id, s.opts.WorkerID, s.now())
+		if err != nil || !ok {
+			return err
+		}
+		a = claimed
+		started = s.event(events.ActivationStarted, a)
+		return s.Events.Append(ctx, tx, &started)
+	})
+	if err != nil {
+		return err
+	}
+	if a == nil {
+		return nil // not queued any more: cancelled, or a duplicate job
+	}
+	s.Events.Publish(ctx, started)
+
+	agent, err := s.Store.AgentGet(ctx, a.AgentID)
+	if err != nil {
+		return s.finish(ctx, a, nil, fmt.Errorf("load agent: %w", err))
+	}
+	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	runCtx, stopTimer := context.WithTimeoutCause(runCtx, timeout, errTimedOut)
+	defer stopTimer()
+	s.running.Store(a.ID, cancel)
+	defer s.running.Delete(a.ID)
+	stopWatch := s.watchCancel(runCtx, a.ID, cancel)
+	defer stopWatch()
+
+	output, runErr := s.execute(runCtx, a, agent)
+	switch cause := context.Cause(runCtx); {
+	case runErr == nil:
+		return s.finish(ctx, a, output, nil)
+	case errors.Is(cause, errCancelled):
+		return nil // Cancel already recorded the end
+	case errors.Is(cause, errTimedOut):
+		return s.finish(ctx, a, nil, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
+	case ctx.Err() != nil:
+		// The process is stopping: hand the activation back; River retries
+		// the job, here or on another worker.
+		hand, cancelHand := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancelHand()
+		if _, err := s.Store.ActivationRequeue(hand, a.ID); err != nil {
+			s.Log.Error("hand back activation", "activation_id", a.ID, "err", err)
+		}
+		return errShutdown
+	default:
+		return s.finish(ctx, a, nil, runErr)
+	}
+}
+
+// watchCancel polls the activation's cancel flag so that a cancel received
+// by another node stops this run within a second.
+func (s *Service) watchCancel(ctx context.Context, id string, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, cancelled, err := s.Store.ActivationStatus(ctx, id); err == nil && cancelled {
+					cancel(errCancelled)
+					return
+				}
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// finish records the outcome, its event and its webhook in one transaction
+// and publishes the event after commit.
+func (s *Service) finish(ctx context.Context, a *store.Activation, output json.RawMessage, runErr error) error {
+	// The result must be saved even when the run's context is gone.
+	ctx = context.WithoutCancel(ctx)
+	o := store.Outcome{Status: store.StatusCompleted, OutputData: output, CompletedAt: s.now()}
+	if runErr != nil {
+		o = store.Outcome{Status: store.StatusFailed, Error: errorText(runErr), CompletedAt: s.now()}
+	}
+	var ev events.Event
+	var done *store.Activation
+	err := s.Store.InTx(ctx, func(tx *store.Store) error {
+		ended, ok, err := tx.ActivationFinish(ctx, a.ID, o)
+		if err != nil || !ok {
+			return err
+		}
+		done = ended
+		typ := events.ActivationCompleted
+		if o.Status == store.StatusFailed {
+			typ = events.ActivationFailed
+		}
+		ev = s.event(typ, ended)
+		if err := s.Events.Append(ctx, tx, &ev); err != nil {
+			return err
+		}
+		return s.webhookTx(ctx, tx, ended, ev)
+	})
+	if err != nil {
+		return err
+	}
+	if done != nil {
+		s.Events.Publish(ctx, ev)
+	}
+	return nil
+}
+
+// webhookTx queues the delivery of an ended activation's event to
+// metadata.webhook_url, else the agent's webhook_url.
+func (s *Service) webhookTx(ctx context.Context, tx *store.Store, a *store.Activation, ev events.Event) error {
+	if s.Webhooks == nil {
+		return nil
+	}
+	var meta struct {
+		WebhookURL string `json:"webhook_url"`
+	}
+	_ = json.Unmarshal(a.Metadata, &meta)
+	target := meta.WebhookURL
+	if target == "" {
+		agent, err := tx.AgentGet(ctx, a.AgentID)
+		if err == nil {
+			target = agent.WebhookURL
+		}
+	}
+	if target == "" {
+		return nil
+	}
+	return s.Webhooks.EnqueueTx(ctx, tx, a.AppID, target, ev)
+}
+
+// errorText is the public error of a failed run: our own messages and the
+// providers' errors (which name the provider and status) as they are.
+func errorText(err error) string {
+	var pe *llm.Error
+	if errors.As(err, &pe) {
+		return pe.Error()
+	}
+	return err.Error()
+}
+
+// execute runs the agent and returns its output_data.
+func (s *Service) execute(ctx context.Context, a *store.Activation, agent *store.Agent) (json.RawMessage, error) {
+	switch agent.AgentTypeID {
+	case "llm":
+		return s.runLLM(ctx, a, agent)
+	default:
+		var cfg struct {
+			Runtime string `json:"runtime"`
+		}
+		_ = json.Unmarshal(agent.Config, &cfg)
+		return nil, fmt.Errorf("custom agents (runtime %q) cannot run on this version of the platform yet", cfg.Runtime)
+	}
+}
+
+// llmConfig is an LLM agent's agent_config, overridden per activation by
+// metadata.
+type llmConfig struct {
+	Model         string   `json:"model"`
+	Temperature   *float64 `json:"temperature"`
+	SystemMessage string   `json:"system_message"`
+	SystemPrompt  string   `json:"system_prompt"` // metadata's name for it
+	ProviderID    string   `json:"provider_id"`
+	MaxTokens     int      `json:"max_tokens"`
+}
+
+// historyTurns bounds how many earlier turns of a chat are sent.
+const historyTurns = 50
+
+func (s *Service) runLLM(ctx context.Context, a *store.Activation, agent *store.Agent) (json.RawMessage, error) {
+	var cfg, meta llmConfig
+	_ = json.Unmarshal(agent.Config, &cfg)
+	_ = json.Unmarshal(a.Metadata, &meta)
+	if meta.ProviderID != "" {
+		cfg.ProviderID = meta.ProviderID
+	}
+	if meta.Model != "" {
+		cfg.Model = meta.Model
+	}
+	if meta.Temperature != nil {
+		cfg.Temperature = meta.Temperature
+	}
+	if meta.MaxTokens > 0 {
+		cfg.MaxTokens = meta.MaxTokens
+	}
+	if meta.SystemPrompt != "" {
+		cfg.SystemMessage = meta.SystemPrompt
+	}
+	client, providerID, defaultModel, err := s.Resolve(ctx, a.UserID, cfg.ProviderID)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Model == "" {
+		cfg.Model = defaultModel
+	}
+	req := llm.Request{Model: cfg.Model, System: cfg.SystemMessage, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
+		OnDelta: func(text string) { s.Events.PublishDelta(ctx, a.UserID, a.ID, text) }}
+	if a.ChatID != "" {
+		turns, err := s.Store.ActivationChatHistory(ctx, a.UserID, a.AgentID, a.ChatID, a.CreatedAt, historyTurns)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range turns {
+			var out struct {
+				Response string `json:"response"`
+			}
+			_ = json.Unmarshal(t.OutputData, &out)
+			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(t.InputData)},
+				llm.Message{Role: llm.RoleAssistant, Content: out.Response})
+		}
+	}
+	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(a.InputData)})
+
+	res, err := s.completeWithRetry(ctx, client, req)
+	if err != nil {
+		return nil, err
+	}
+	if res.Provider == "" {
+		res.Provider = providerID
+	}
+	return json.Marshal(map[string]any{
+		"response": res.Text, "model": res.Model, "provider": res.Provider,
+		"usage": res.Usage, "finish_reason": res.FinishReason,
+	})
+}
+
+// completeWithRetry retries transient provider errors with growing, jittered
+// delays while the run's time lasts.
+func (s *Service) completeWithRetry(ctx context.Context, client llm.Client, req llm.Request) (*llm.Response, error) {
+	delay := s.opts.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		res, err := client.Complete(ctx, req)
+		var pe *llm.Error
+		if err == nil || ctx.Err() != nil || !errors.As(err, &pe) || !pe.Transient || attempt >= s.opts.ProviderRetries {
+			return res, err
+		}
+		wait := delay/2 + rand.N(delay)
+		s.Log.Warn("transient provider error, retrying", "provider", pe.Provider, "status", pe.Status, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		delay *= 2
+	}
+}
+
+// promptOf is the user message of an input: prompt (with additional_context
+// appended), or the input's JSON when it has no prompt.
+func promptOf(input json.RawMessage) string {
+	var in struct {
+		Prompt            string `json:"prompt"`
+		AdditionalContext any    `json:"additional_context"`
+	}
+	if json.Unmarshal(input, &in) != nil || in.Prompt == "" {
+		return string(input)
+	}
+	switch extra := in.AdditionalContext.(type) {
+	case nil:
+		return in.Prompt
+	case string:
+		return in.Prompt + "\n\n" + extra
+	default:
+		b, _ := json.Marshal(extra)
+		return strings.TrimSpace(in.Prompt + "\n\n" + string(b))
+	}
+}

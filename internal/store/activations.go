@@ -1,0 +1,329 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Activation statuses. Stored status is always one of these four.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+)
+
+// Activation is one run of an agent.
+type Activation struct {
+	ID              string
+	UserID          string
+	AppID           string // empty for system agents
+	AgentID         string
+	Status          string
+	InputData       json.RawMessage
+	Context         json.RawMessage
+	Metadata        json.RawMessage
+	Priority        int
+	ChatID          string
+	OutputData      json.RawMessage // nil until completed
+	Error           *string
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	CompletedAt     *time.Time
+	DurationMS      *int64
+	Attempt         int
+	WorkerID        string
+	IdempotencyKey  string
+	RequestHash     string
+	CancelRequested bool
+}
+
+const activationColumns = `id, user_id, app_id, agent_id, status, input_data, context, metadata, priority, chat_id,
+	output_data, error, created_at, started_at, completed_at, duration_ms, attempt, worker_id,
+	idempotency_key, request_hash, cancel_requested`
+
+func scanActivation(row interface{ Scan(...any) error }, a *Activation) error {
+	var appID, chatID, workerID, idemKey, reqHash, errText sql.NullString
+	var input, ctxJSON, meta, output []byte
+	var started, completed sql.NullTime
+	var duration sql.NullInt64
+	if err := row.Scan(&a.ID, &a.UserID, &appID, &a.AgentID, &a.Status, &input, &ctxJSON, &meta, &a.Priority, &chatID,
+		&output, &errText, &a.CreatedAt, &started, &completed, &duration, &a.Attempt, &workerID,
+		&idemKey, &reqHash, &a.CancelRequested); err != nil {
+		return err
+	}
+	a.AppID, a.ChatID, a.WorkerID = appID.String, chatID.String, workerID.String
+	a.IdempotencyKey, a.RequestHash = idemKey.String, reqHash.String
+	a.InputData, a.Context, a.Metadata = input, ctxJSON, meta
+	if output != nil {
+		a.OutputData = output
+	}
+	if errText.Valid {
+		a.Error = &errText.String
+	}
+	a.StartedAt, a.CompletedAt = nullTime(started), nullTime(completed)
+	if duration.Valid {
+		a.DurationMS = &duration.Int64
+	}
+	return nil
+}
+
+func jsonOr(raw json.RawMessage, empty string) string {
+	if len(raw) == 0 {
+		return empty
+	}
+	return string(raw)
+}
+
+// ActivationCreate inserts a queued activation. A repeated idempotency key of
+// the same user is ErrConflict.
+func (s *Store) ActivationCreate(ctx context.Context, a *Activation) error {
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO activations
+		(id, user_id, app_id, agent_id, status, input_data, context, metadata, priority, chat_id, created_at, idempotency_key, request_hash)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		a.ID, a.UserID, nullable(a.AppID), a.AgentID, a.Status, jsonOr(a.InputData, "{}"), jsonOr(a.Context, "{}"),
+		jsonOr(a.Metadata, "{}"), a.Priority, nullable(a.ChatID), s.ts(a.CreatedAt), nullable(a.IdempotencyKey), nullable(a.RequestHash))
+	return mapErr(err)
+}
+
+// ActivationGet returns the activation with id, whoever owns it.
+func (s *Store) ActivationGet(ctx context.Context, id string) (*Activation, error) {
+	var a Activation
+	err := scanActivation(s.reader().QueryRowContext(ctx, `SELECT `+activationColumns+` FROM activations WHERE id = $1`, id), &a)
+	return &a, mapErr(err)
+}
+
+// ActivationGetByIdempotencyKey returns the user's activation created with
+// key, or ErrNotFound.
+func (s *Store) ActivationGetByIdempotencyKey(ctx context.Context, userID, key string) (*Activation, error) {
+	var a Activation
+	err := scanActivation(s.reader().QueryRowContext(ctx,
+		`SELECT `+activationColumns+` FROM activations WHERE user_id = $1 AND idempotency_key = $2`, userID, key), &a)
+	return &a, mapErr(err)
+}
+
+// ActivationReleaseIdempotencyKey frees a key whose activation is older than
+// `before`: the key's 24 h window is over and it may name a new activation.
+func (s *Store) ActivationReleaseIdempotencyKey(ctx context.Context, userID, key string, before time.Time) error {
+	_, err := s.writer().ExecContext(ctx, `UPDATE activations SET idempotency_key = NULL
+		WHERE user_id = $1 AND idempotency_key = $2 AND created_at < $3`, userID, key, s.ts(before))
+	return err
+}
+
+// ActivationClaim moves a queued activation to running for workerID and
+// returns it; ok is false when it is not queued (already run, cancelled, or
+// claimed by another worker), which makes duplicate jobs harmless.
+func (s *Store) ActivationClaim(ctx context.Context, id, workerID string, now time.Time) (*Activation, bool, error) {
+	var a Activation
+	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations
+		SET status = 'running', started_at = $3, worker_id = $2, attempt = attempt + 1
+		WHERE id = $1 AND status = 'queued'
+		RETURNING `+activationColumns, id, workerID, s.ts(now)), &a)
+	if err == sql.ErrNoRows {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return &a, true, nil
+}
+
+// Outcome is how an activation ended.
+type Outcome struct {
+	Status      string // completed or failed
+	OutputData  json.RawMessage
+	Error       string
+	CompletedAt time.Time
+}
+
+// ActivationFinish records the end of a running activation and returns it;
+// ok is false when it was no longer running (cancelled meanwhile, or handed
+// to another worker), in which case nothing changes.
+func (s *Store) ActivationFinish(ctx context.Context, id string, o Outcome) (*Activation, bool, error) {
+	var output, errText any
+	if o.Status == StatusCompleted {
+		output = jsonOr(o.OutputData, "{}")
+	} else {
+		errText = o.Error
+	}
+	var a Activation
+	err := scanActivation(s.writer().QueryRowContext(ctx, s.finishSQL("status = 'running'"),
+		id, o.Status, output, errText, s.ts(o.CompletedAt)), &a)
+	if err == sql.ErrNoRows {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return &a, true, nil
+}
+
+// ActivationCancel fails a queued or running activation with reason and
+// flags it so a worker still running it stops.
+func (s *Store) ActivationCancel(ctx context.Context, id, reason string, now time.Time) (*Activation, bool, error) {
+	var a Activation
+	err := scanActivation(s.writer().QueryRowContext(ctx,
+		strings.Replace(s.finishSQL("status IN ('queued', 'running')"), "SET ", "SET cancel_requested = TRUE, ", 1),
+		id, StatusFailed, nil, reason, s.ts(now)), &a)
+	if err == sql.ErrNoRows {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return &a, true, nil
+}
+
+// finishSQL ends an activation whose status matches cond. duration_ms is
+// computed from started_at in the database's own time arithmetic.
+func (s *Store) finishSQL(cond string) string {
+	duration := `CASE WHEN started_at IS NULL THEN NULL ELSE CAST(EXTRACT(EPOCH FROM ($5 - started_at)) * 1000 AS BIGINT) END`
+	if s.dialect == SQLite {
+		duration = `CASE WHEN started_at IS NULL THEN NULL ELSE CAST(ROUND((julianday($5) - julianday(started_at)) * 86400000) AS INTEGER) END`
+	}
+	return `UPDATE activations SET status = $2, output_data = $3, error = $4, completed_at = $5, duration_ms = ` + duration + `
+		WHERE id = $1 AND ` + cond + ` RETURNING ` + activationColumns
+}
+
+// ActivationRequeue hands a running activation back to the queue (its
+// worker stopped before finishing it).
+func (s *Store) ActivationRequeue(ctx context.Context, id string) (bool, error) {
+	res, err := s.writer().ExecContext(ctx, `UPDATE activations SET status = 'queued', started_at = NULL, worker_id = NULL
+		WHERE id = $1 AND status = 'running'`, id)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// ActivationStatus reads an activation's status and cancel flag (the cheap
+// poll a running worker makes to notice a cancel from another node).
+func (s *Store) ActivationStatus(ctx context.Context, id string) (status string, cancelled bool, err error) {
+	err = s.reader().QueryRowContext(ctx, `SELECT status, cancel_requested FROM activations WHERE id = $1`, id).Scan(&status, &cancelled)
+	return status, cancelled, mapErr(err)
+}
+
+// ActivationFilter selects activations of one user.
+type ActivationFilter struct {
+	UserID   string
+	AgentID  string
+	AppID    string
+	Statuses []string
+	ChatID   string
+	Limit    int
+	Offset   int
+}
+
+// ActivationList returns a page of activations, newest first, and the total.
+func (s *Store) ActivationList(ctx context.Context, f ActivationFilter) ([]Activation, int, error) {
+	where := []string{"user_id = $1"}
+	args := []any{f.UserID}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	if f.AgentID != "" {
+		add("agent_id = ?", f.AgentID)
+	}
+	if f.AppID != "" {
+		add("app_id = ?", f.AppID)
+	}
+	if f.ChatID != "" {
+		add("chat_id = ?", f.ChatID)
+	}
+	if len(f.Statuses) > 0 {
+		ph := make([]string, len(f.Statuses))
+		for i, st := range f.Statuses {
+			args = append(args, st)
+			ph[i] = "$" + strconv.Itoa(len(args))
+		}
+		where = append(where, "status IN ("+strings.Join(ph, ", ")+")")
+	}
+	cond := strings.Join(where, " AND ")
+	var total int
+	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM activations WHERE `+cond, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	args = append(args, f.Limit, f.Offset)
+	rows, err := s.reader().QueryContext(ctx, `SELECT `+activationColumns+` FROM activations WHERE `+cond+
+		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(len(args)-1)+` OFFSET $`+strconv.Itoa(len(args)), args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	list := []Activation{}
+	for rows.Next() {
+		var a Activation
+		if err := scanActivation(rows, &a); err != nil {
+			return nil, 0, err
+		}
+		list = append(list, a)
+	}
+	return list, total, rows.Err()
+}
+
+// ActivationChatHistory returns the completed turns of a chat with an agent
+// created before `before`, oldest first, at most limit of the latest ones.
+func (s *Store) ActivationChatHistory(ctx context.Context, userID, agentID, chatID string, before time.Time, limit int) ([]Activation, error) {
+	rows, err := s.reader().QueryContext(ctx, `SELECT `+activationColumns+` FROM activations
+		WHERE agent_id = $1 AND chat_id = $2 AND user_id = $3 AND status = 'completed' AND created_at < $4
+		ORDER BY created_at DESC LIMIT $5`, agentID, chatID, userID, s.ts(before), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var turns []Activation
+	for rows.Next() {
+		var a Activation
+		if err := scanActivation(rows, &a); err != nil {
+			return nil, err
+		}
+		turns = append(turns, a)
+	}
+	for i, j := 0, len(turns)-1; i < j; i, j = i+1, j-1 {
+		turns[i], turns[j] = turns[j], turns[i]
+	}
+	return turns, rows.Err()
+}
+
+// ActivationsRunningOn lists the ids of activations a worker is running.
+func (s *Store) ActivationsRunningOn(ctx context.Context, workerID string) ([]string, error) {
+	rows, err := s.reader().QueryContext(ctx, `SELECT id FROM activations WHERE status = 'running' AND worker_id = $1`, workerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// ActivationCountsSince counts activations that ended at or after `since`,
+// by status (worker throughput).
+func (s *Store) ActivationCountsSince(ctx context.Context, since time.Time) (completed, failed int, err error) {
+	err = s.reader().QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(CASE WHEN status = 'completed' THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END), 0)
+		FROM activations WHERE completed_at >= $1`, s.ts(since)).Scan(&completed, &failed)
+	return completed, failed, err
+}
+
+// ActivationDepth counts queued and running activations of all users.
+func (s *Store) ActivationDepth(ctx context.Context) (queued, running int, err error) {
+	err = s.reader().QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(CASE WHEN status = 'queued' THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0)
+		FROM activations WHERE status IN ('queued', 'running')`).Scan(&queued, &running)
+	return queued, running, err
+}
