@@ -1,0 +1,148 @@
+package activation_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/activation"
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/queue"
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+// ownAgents lets the owner use their agents (what apps.Service does, minus
+// apps' own rules, which are tested there).
+type ownAgents struct{ s *store.Store }
+
+func (o ownAgents) VisibleAgent(ctx context.Context, c *auth.Caller, id string) (*store.Agent, error) {
+	a, err := o.s.AgentGet(ctx, id)
+	if err != nil || a.UserID != c.UserID {
+		return nil, apperr.NotFoundf("Agent not found")
+	}
+	return a, nil
+}
+
+func (o ownAgents) OwnedApp(ctx context.Context, _ *auth.Caller, id string) (*store.App, error) {
+	return o.s.AppGet(ctx, id)
+}
+
+// echo stands for the provider: the LLM vendors are what we may fake.
+type echo struct{}
+
+func (echo) Complete(_ context.Context, r llm.Request) (*llm.Response, error) {
+	return &llm.Response{Text: "echo: " + r.Messages[len(r.Messages)-1].Content, Model: "echo", FinishReason: "stop"}, nil
+}
+
+type noEvents struct{}
+
+func (noEvents) Append(context.Context, *store.Store, *events.Event) error { return nil }
+func (noEvents) Publish(context.Context, ...events.Event)                    {}
+func (noEvents) PublishDelta(context.Context, string, string, string)        {}
+
+type bundle struct {
+	store  *store.Store
+	svc    *activation.Service
+	caller *auth.Caller
+	agent  *store.Agent
+}
+
+// setup builds the service on a migrated database of dialect d; the queue
+// runs only when work is true.
+func setup(t *testing.T, d store.Dialect, work bool, opts activation.Options) *bundle {
+	t.Helper()
+	ctx := context.Background()
+	s := testdb.Open(t, d)
+	q := queue.New(s, testdb.Logger(), queue.Options{RunWorkers: work, Workers: 4, FetchPollInterval: 20 * time.Millisecond, FetchCooldown: time.Millisecond})
+	authSvc, err := auth.New(s, testdb.Logger(), auth.Options{SessionTTL: time.Hour, Password: auth.PasswordParams{Memory: 64, Time: 1, Threads: 1}})
+	require.NoError(t, err)
+	svc := activation.New(activation.Deps{Store: s, Auth: authSvc, Queue: q, Log: testdb.Logger(), Agents: ownAgents{s}, Events: noEvents{},
+		Resolve: func(context.Context, string, string) (llm.Client, string, string, error) { return echo{}, "echo", "echo", nil }}, opts)
+	require.NoError(t, q.Start(ctx))
+	t.Cleanup(func() { require.NoError(t, q.Stop(context.Background())) })
+
+	now := store.Now()
+	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@x.io", PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, s.UserCreate(ctx, u, false))
+	app := &store.App{ID: uuid.NewString(), UserID: u.ID, Name: "A", Slug: "a", Version: "1.0.0", Status: "active", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, s.AppCreate(ctx, app))
+	ag := &store.Agent{ID: uuid.NewString(), AppID: app.ID, UserID: u.ID, Name: "a", AgentTypeID: "llm", Version: "1", Status: "active",
+		TimeoutSeconds: 30, Config: json.RawMessage(`{"model":"echo"}`), CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, s.AgentCreate(ctx, ag))
+	return &bundle{store: s, svc: svc, caller: &auth.Caller{UserID: u.ID, Kind: auth.KindSession}, agent: ag}
+}
+
+// strand makes an activation look like one a worker died running: claimed
+// by deadWorker, whose last heartbeat is an hour old.
+func (b *bundle) strand(t *testing.T, deadWorker string, attempts int) string {
+	t.Helper()
+	ctx := context.Background()
+	a, _, err := b.svc.Create(ctx, b.caller, activation.Request{AgentID: b.agent.ID, InputData: json.RawMessage(`{"prompt":"hi"}`)})
+	require.NoError(t, err)
+	for i := range attempts {
+		_, ok, err := b.store.ActivationClaim(ctx, a.ID, deadWorker, store.Now())
+		require.NoError(t, err)
+		require.True(t, ok)
+		if i < attempts-1 { // earlier attempts were handed back
+			_, err = b.store.ActivationRequeue(ctx, a.ID)
+			require.NoError(t, err)
+		}
+	}
+	old := store.Now().Add(-time.Hour)
+	require.NoError(t, b.store.WorkerHeartbeat(ctx, &store.Worker{ID: deadWorker, Hostname: "gone", PID: 1, Version: "x", StartedAt: old, HeartbeatAt: old}))
+	return a.ID
+}
+
+func awaitEnd(t *testing.T, s *store.Store, id string) *store.Activation {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		a, err := s.ActivationGet(context.Background(), id)
+		require.NoError(t, err)
+		if a.Status == store.StatusCompleted || a.Status == store.StatusFailed {
+			return a
+		}
+		require.True(t, time.Now().Before(deadline), "activation stuck %s", a.Status)
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestDeadWorkersActivationsComeBack: a worker that stopped heartbeating
+// holds a running activation; a live worker's recovery re-queues it with a
+// fresh job and it completes. Past the last attempt, it fails with a reason.
+func TestDeadWorkersActivationsComeBack(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		// The queue is paused during stranding so nothing runs it early.
+		b := setup(t, d, true, activation.Options{MaxAttempts: 3, HeartbeatEvery: 50 * time.Millisecond, DeadAfter: 200 * time.Millisecond})
+		ctx := context.Background()
+		require.NoError(t, b.svc.SetPaused(ctx, true))
+		comesBack := b.strand(t, "dead-1", 1)
+		givesUp := b.strand(t, "dead-2", 3)
+		require.NoError(t, b.svc.SetPaused(ctx, false))
+
+		r, err := b.svc.StartRecovery(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { r.Stop(context.Background()) })
+
+		a := awaitEnd(t, b.store, comesBack)
+		require.Equal(t, store.StatusCompleted, a.Status)
+		require.Equal(t, 2, a.Attempt)
+		f := awaitEnd(t, b.store, givesUp)
+		require.Equal(t, store.StatusFailed, f.Status)
+		require.Contains(t, *f.Error, "stopped responding (attempt 3 of 3)")
+
+		require.Eventually(t, func() bool {
+			st, err := b.svc.Status(ctx)
+			return err == nil && len(st.Workers) == 1
+		}, 10*time.Second, 20*time.Millisecond, "the dead workers are gone, the live one is listed")
+	})
+}
