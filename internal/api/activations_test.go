@@ -231,6 +231,10 @@ func TestCancelQueuedAndPause(t *testing.T) {
 		f := e.llmAgent(token, nil, 0)
 		e.do("POST", "/api/v1/worker/pause", nil, bearer(token)).expect(t, 403)
 		require.Equal(t, true, e.do("POST", "/api/v1/worker/pause", nil, bearer(admin)).expect(t, 200).JSON["paused"])
+		// River hands the pause to its producer asynchronously and exposes
+		// no event for it: a fetch already in flight may still take a job.
+		// Give it a few fetch cycles.
+		time.Sleep(150 * time.Millisecond)
 
 		// Paused: activations wait, queued.
 		ids := make([]string, 3)
