@@ -182,6 +182,11 @@ func (s *Server) Banner(w io.Writer) {
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
 	if err := s.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			// Stopped while starting (SIGTERM at boot): a clean stop.
+			s.Stop(context.WithoutCancel(ctx))
+			return nil
+		}
 		return err
 	}
 	errc := make(chan error, 1)
