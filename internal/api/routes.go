@@ -43,6 +43,7 @@ func (a *API) routes() {
 	register(a, created(op("create-activation", http.MethodPost, "/api/v1/activations", "Create an activation", "activations")), auth.AppUse, a.createActivation)
 	register(a, op("list-activations", http.MethodGet, "/api/v1/activations", "Activation history", "activations"), auth.AppUse, a.listActivations)
 	register(a, op("get-activation", http.MethodGet, "/api/v1/activations/{activation_id}", "One activation", "activations"), auth.AppUse, a.getActivation)
+	a.streamRoute() // SSE: GET /api/v1/activations/{activation_id}/stream, auth.AppUse
 	register(a, op("cancel-activation", http.MethodPost, "/api/v1/activations/{activation_id}/cancel", "Cancel a queued or running activation", "activations"), auth.AppUse, a.cancelActivation)
 	register(a, op("list-agent-activations", http.MethodGet, "/api/v1/agents/{agent_id}/activations", "Activations of an agent", "activations"), auth.AppUse, a.listAgentActivations)
 	register(a, op("list-app-activations", http.MethodGet, "/api/v1/apps/{app_id}/activations", "Activations of an app", "activations"), auth.AppUse, a.listAppActivations)
