@@ -45,8 +45,8 @@ func (echo) Complete(_ context.Context, r llm.Request) (*llm.Response, error) {
 type noEvents struct{}
 
 func (noEvents) Append(context.Context, *store.Store, *events.Event) error { return nil }
-func (noEvents) Publish(context.Context, ...events.Event)                    {}
-func (noEvents) PublishDelta(context.Context, string, string, string)        {}
+func (noEvents) Publish(context.Context, ...events.Event)                  {}
+func (noEvents) PublishDelta(context.Context, string, string, string)      {}
 
 type bundle struct {
 	store  *store.Store
@@ -65,7 +65,9 @@ func setup(t *testing.T, d store.Dialect, work bool, opts activation.Options) *b
 	authSvc, err := auth.New(s, testdb.Logger(), auth.Options{SessionTTL: time.Hour, Password: auth.PasswordParams{Memory: 64, Time: 1, Threads: 1}})
 	require.NoError(t, err)
 	svc := activation.New(activation.Deps{Store: s, Auth: authSvc, Queue: q, Log: testdb.Logger(), Agents: ownAgents{s}, Events: noEvents{},
-		Resolve: func(context.Context, string, string) (llm.Client, string, string, error) { return echo{}, "echo", "echo", nil }}, opts)
+		Resolve: func(context.Context, string, string) (llm.Client, string, string, error) {
+			return echo{}, "echo", "echo", nil
+		}}, opts)
 	require.NoError(t, q.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, q.Stop(context.Background())) })
 

@@ -1,10 +1,16 @@
 package api_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
 
@@ -33,6 +39,110 @@ func BenchmarkGetMeWithAPIKey(b *testing.B) {
 						b.Errorf("status %d", res.StatusCode)
 						return
 					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkActivateToComplete is the activation path end to end: the HTTP
+// activate call, the transaction with its job and event, River's fetch,
+// the run on the echo provider, the result's transaction, and the
+// completed event, observed on the bus as a WebSocket client would.
+func BenchmarkActivateToComplete(b *testing.B) {
+	for _, d := range testdb.Dialects {
+		b.Run(string(d), func(b *testing.B) {
+			e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_WORKERS": "16"})
+			token := e.signup("bench@example.com")
+			key := e.keyWith(token, "write:all")
+			f := e.llmAgent(token, nil, 0)
+			me := e.do("GET", "/api/v1/users/me", nil, bearer(key)).expect(b, 200)
+			sub := e.srv.Events.Subscribe(me.str("id"), events.Filter{}, 1<<16)
+			defer sub.Close()
+			var mu sync.Mutex
+			waiting := map[string]chan struct{}{}
+			go func() {
+				for ev := range sub.C {
+					if ev.Type == events.ActivationCompleted || ev.Type == events.ActivationFailed {
+						mu.Lock()
+						if ch, ok := waiting[ev.ActivationID]; ok {
+							close(ch)
+							delete(waiting, ev.ActivationID)
+						}
+						mu.Unlock()
+					}
+				}
+			}()
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+			body := []byte(`{"input_data":{"prompt":"hello"}}`)
+			url := e.url + "/api/v1/agents/" + f.agentID + "/activate"
+			b.ReportAllocs()
+			b.SetParallelism(8) // 16 concurrent activations on 2 CPUs
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+					req.Header.Set("Authorization", "Bearer "+key)
+					req.Header.Set("Content-Type", "application/json")
+					// Register interest before the answer: the event may come first.
+					res, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					var created struct {
+						ID string `json:"activation_id"`
+					}
+					_ = json.NewDecoder(res.Body).Decode(&created)
+					res.Body.Close()
+					ch := make(chan struct{})
+					mu.Lock()
+					waiting[created.ID] = ch
+					mu.Unlock()
+					// The completion may have been seen before we waited for it.
+					a, err := e.srv.Store.ActivationGet(context.Background(), created.ID)
+					if err == nil && (a.Status == "completed" || a.Status == "failed") {
+						mu.Lock()
+						delete(waiting, created.ID)
+						mu.Unlock()
+						continue
+					}
+					select {
+					case <-ch:
+					case <-time.After(30 * time.Second):
+						b.Errorf("activation %s did not complete", created.ID)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkGetActivation is the polling read of a completed activation.
+func BenchmarkGetActivation(b *testing.B) {
+	for _, d := range testdb.Dialects {
+		b.Run(string(d), func(b *testing.B) {
+			e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000"})
+			token := e.signup("bench@example.com")
+			key := e.keyWith(token, "read:all")
+			f := e.llmAgent(token, nil, 0)
+			id := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "x"}}, bearer(token)).expect(b, 201).str("activation_id")
+			e.await(token, id)
+			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					req, _ := http.NewRequest("GET", e.url+"/api/v1/activations/"+id, nil)
+					req.Header.Set("Authorization", "Bearer "+key)
+					res, err := client.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, res.Body)
+					res.Body.Close()
 				}
 			})
 		})

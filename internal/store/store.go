@@ -58,8 +58,6 @@ type Store struct {
 	write   *sql.DB // SQLite: one connection; PostgreSQL: the same pool as read
 	tx      *sql.Tx
 	display string // the database for logs, without credentials
-	// SQLite only: statement caches over read and write (see preparedDB).
-	readPrep, writePrep *preparedDB
 }
 
 // Open connects to dsn: "postgres://…" / "postgresql://…" or "sqlite:PATH"
@@ -114,10 +112,8 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	pragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	// _txlock=immediate takes the write lock at BEGIN, so a transaction never
 	// fails halfway when it upgrades from reading to writing.
-	write, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("store: open sqlite: %w", err)
-	}
+	drv := &sqlite.Driver{}
+	write := sql.OpenDB(cachingConnector{dsn: "file:" + path + "?" + pragmas + "&_txlock=immediate", drv: drv})
 	write.SetMaxOpenConns(1)
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
@@ -127,23 +123,14 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 		write.Close()
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	read, err := sql.Open("sqlite", "file:"+path+"?"+pragmas+"&_pragma=query_only(1)")
-	if err != nil {
-		write.Close()
-		return nil, fmt.Errorf("store: open sqlite: %w", err)
-	}
+	read := sql.OpenDB(cachingConnector{dsn: "file:" + path + "?" + pragmas + "&_pragma=query_only(1)", drv: drv})
 	read.SetMaxOpenConns(max(4, 2*runtime.NumCPU()))
 	read.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
-	return &Store{dialect: SQLite, read: read, write: write, display: "sqlite " + path,
-		readPrep: newPreparedDB(read), writePrep: newPreparedDB(write)}, nil
+	return &Store{dialect: SQLite, read: read, write: write, display: "sqlite " + path}, nil
 }
 
 // Close closes the connections.
 func (s *Store) Close() error {
-	if s.readPrep != nil {
-		s.readPrep.Close()
-		s.writePrep.Close()
-	}
 	if s.read == s.write {
 		return s.read.Close()
 	}
@@ -198,21 +185,15 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) (err error) 
 }
 
 func (s *Store) reader() querier {
-	switch {
-	case s.tx != nil:
+	if s.tx != nil {
 		return s.tx
-	case s.readPrep != nil:
-		return s.readPrep
 	}
 	return s.read
 }
 
 func (s *Store) writer() querier {
-	switch {
-	case s.tx != nil:
+	if s.tx != nil {
 		return s.tx
-	case s.writePrep != nil:
-		return s.writePrep
 	}
 	return s.write
 }
