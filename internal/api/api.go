@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/events"
@@ -50,6 +51,7 @@ type Deps struct {
 	Activations *activation.Service
 	Events      *events.Bus
 	Metrics     *metrics.Metrics
+	Apps        *apps.Service
 	// WebSocket tunes event sockets (ping interval, buffer); zero: defaults.
 	WebSocket events.WSOptions
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 )
 
@@ -36,6 +37,30 @@ func (a *API) routes() {
 	register(a, created(op("create-api-key", http.MethodPost, "/api/v1/user/api-keys", "Create an API key", "api-keys")), auth.SessionOnly, a.createAPIKey)
 	register(a, op("list-api-keys", http.MethodGet, "/api/v1/user/api-keys", "List API keys", "api-keys"), auth.SessionOnly, a.listAPIKeys)
 	register(a, noContent(op("revoke-api-key", http.MethodDelete, "/api/v1/user/api-keys/{key_id}", "Revoke an API key", "api-keys")), auth.SessionOnly, a.revokeAPIKey)
+
+	// Apps and manifests: managed by the user, read with app:access too.
+	register(a, op("list-apps", http.MethodGet, "/api/v1/apps", "List your apps, newest first", "apps"), auth.AppUse, a.listApps)
+	register(a, created(op("create-app", http.MethodPost, "/api/v1/apps", "Create an app, optionally from manifest_data", "apps")), auth.User, a.createApp)
+	register(a, op("marketplace", http.MethodGet, "/api/v1/apps/marketplace", "Published apps of every user", "apps"), auth.AppUse, a.marketplace)
+	register(a, created(op("import-manifest", http.MethodPost, "/api/v1/apps/import-manifest", "Import an app from a manifest (JSON, or YAML with Content-Type: application/yaml)", "apps")), auth.User, a.importManifest)
+	documentRawBody[apps.Manifest](a, http.MethodPost, "/api/v1/apps/import-manifest", "application/json", "application/yaml")
+	register(a, op("get-app", http.MethodGet, "/api/v1/apps/{app_id}", "One app", "apps"), auth.AppUse, a.getApp)
+	register(a, op("update-app", http.MethodPatch, "/api/v1/apps/{app_id}", "Rename, disable or publish an app", "apps"), auth.User, a.updateApp)
+	register(a, noContent(op("delete-app", http.MethodDelete, "/api/v1/apps/{app_id}", "Delete an app and everything in it", "apps")), auth.User, a.deleteApp)
+	register(a, created(op("install-app", http.MethodPost, "/api/v1/apps/{app_id}/install", "Copy a published app into your account", "apps")), auth.User, a.installApp)
+	register(a, op("export-manifest", http.MethodGet, "/api/v1/apps/{app_id}/manifest", "The app as a manifest (imports back to the same app)", "apps"), auth.AppUse, a.exportManifest)
+	register(a, op("list-app-models", http.MethodGet, "/api/v1/apps/{app_id}/models", "Data models of an app", "apps"), auth.AppUse, a.listAppModels)
+
+	// Agents.
+	register(a, op("list-agents", http.MethodGet, "/api/v1/agents", "Agents of your apps and the system agents", "agents"), auth.AppUse, a.listAgents)
+	register(a, op("get-agent", http.MethodGet, "/api/v1/agents/{agent_id}", "One agent with its configuration", "agents"), auth.AppUse, a.getAgent)
+	register(a, op("list-app-agents", http.MethodGet, "/api/v1/apps/{app_id}/agents", "Agents of an app", "agents"), auth.AppUse, a.listAppAgents)
+	register(a, domainDecoded(created(op("create-app-agent", http.MethodPost, "/api/v1/apps/{app_id}/agents", "Add an agent to an app", "agents"))), auth.User, a.createAgent)
+	documentRawBody[apps.AgentSpec](a, http.MethodPost, "/api/v1/apps/{app_id}/agents", "application/json")
+	register(a, op("get-app-agent", http.MethodGet, "/api/v1/apps/{app_id}/agents/{agent_id}", "One agent of an app", "agents"), auth.AppUse, a.getAppAgent)
+	register(a, domainDecoded(op("update-app-agent", http.MethodPatch, "/api/v1/apps/{app_id}/agents/{agent_id}", "Change an agent: any subset of its fields, and status", "agents")), auth.User, a.updateAgent)
+	documentRawBody[apps.AgentSpec](a, http.MethodPatch, "/api/v1/apps/{app_id}/agents/{agent_id}", "application/json")
+	register(a, noContent(op("delete-app-agent", http.MethodDelete, "/api/v1/apps/{app_id}/agents/{agent_id}", "Delete an agent and its activations", "agents")), auth.User, a.deleteAgent)
 
 	// Activations: using an app's agents is open to app:access keys.
 	register(a, created(op("activate-agent", http.MethodPost, "/api/v1/agents/{agent_id}/activate", "Activate an agent (simple form: status pending)", "activations")), auth.AppUse, a.activateSimple)

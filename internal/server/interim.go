@@ -5,40 +5,11 @@ package server
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
-	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/llm"
-	"github.com/agentplatform/agentplatform/internal/store"
 )
-
-type interimAgents struct {
-	store *store.Store
-	auth  *auth.Service
-}
-
-func (a interimAgents) VisibleAgent(ctx context.Context, c *auth.Caller, id string) (*store.Agent, error) {
-	notFound := apperr.NotFoundf("Agent not found")
-	ag, err := a.store.AgentGet(ctx, id)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !ag.IsSystem && ag.UserID != c.UserID) {
-		return nil, notFound
-	}
-	return ag, err
-}
-
-func (a interimAgents) OwnedApp(ctx context.Context, c *auth.Caller, id string) (*store.App, error) {
-	notFound := apperr.NotFoundf("App not found")
-	app, err := a.store.AppGet(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	return app, a.auth.Reach(ctx, c, auth.Resource{Type: "app", ID: app.ID, OwnerID: app.UserID}, "app.read", notFound)
-}
 
 type echoClient struct{}
 

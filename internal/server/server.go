@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/api"
+	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/events"
@@ -53,6 +54,7 @@ type Server struct {
 	recovery    *activation.Recovery
 	API         *api.API
 	Metrics     *metrics.Metrics
+	Apps        *apps.Service
 	opts        Options
 	ln          net.Listener
 	http        *http.Server
@@ -102,6 +104,10 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.Apps = apps.New(s.Store, s.Auth, s.Secrets)
+	if err := s.Apps.SeedSystemAgents(ctx); err != nil {
+		return fmt.Errorf("seed system agents: %w", err)
+	}
 	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers,
 		// A transactional insert does not wake River's producer without
 		// LISTEN/NOTIFY, so new activations are found by polling: often, and
@@ -112,11 +118,11 @@ func (s *Server) build(ctx context.Context) error {
 	s.Events.AddJobs(s.Queue)
 	s.Activations = activation.New(activation.Deps{
 		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events,
-		Agents: interimAgents{s.Store, s.Auth}, Resolve: interimResolve,
+		Agents: s.Apps, Resolve: interimResolve,
 	}, activation.Options{Concurrency: s.Config.Workers})
 	if s.opts.HTTP {
 		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth,
-			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics})
+			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps})
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -82,6 +83,84 @@ func (s *Store) AgentGet(ctx context.Context, id string) (*Agent, error) {
 	var a Agent
 	err := scanAgent(s.reader().QueryRowContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE id = $1`, id), &a)
 	return &a, mapErr(err)
+}
+
+// AgentFilter selects the agents a caller sees.
+type AgentFilter struct {
+	// UserID: agents of that user's apps.
+	UserID string
+	// AppID narrows to one app (a key bound to an app, or an app's list).
+	AppID string
+	// System adds the system agents (unless AppID is set).
+	System bool
+	// Search matches name or description, case-insensitively.
+	Search string
+}
+
+func (f AgentFilter) where() (string, []any) {
+	search := ""
+	if f.Search != "" {
+		search = "%" + likeEscaper.Replace(strings.ToLower(f.Search)) + "%"
+	}
+	return ` FROM agents WHERE ((user_id = $1 AND app_id IS NOT NULL AND ($2 = '' OR CAST(app_id AS TEXT) = $2))
+		OR ($3 AND $2 = '' AND is_system))
+		AND ($4 = '' OR LOWER(name) LIKE $4 ESCAPE '\' OR LOWER(description) LIKE $4 ESCAPE '\')`,
+		[]any{nullable(f.UserID), f.AppID, f.System, search}
+}
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// AgentList returns a page of the agents f selects, system agents first,
+// then in creation order, and the total count.
+func (s *Store) AgentList(ctx context.Context, f AgentFilter, limit, offset int) ([]Agent, int, error) {
+	where, args := f.where()
+	total, err := s.count(ctx, `SELECT COUNT(*)`+where, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	agents, err := queryAll(ctx, s.reader(), scanAgent,
+		`SELECT `+agentColumns+where+` ORDER BY is_system DESC, created_at, id LIMIT $5 OFFSET $6`, append(args, limit, offset)...)
+	return agents, total, err
+}
+
+// AgentListByApp returns every agent of an app in creation order.
+func (s *Store) AgentListByApp(ctx context.Context, appID string) ([]Agent, error) {
+	return queryAll(ctx, s.reader(), scanAgent, `SELECT `+agentColumns+` FROM agents WHERE app_id = $1 ORDER BY created_at, id`, appID)
+}
+
+// AgentUpdate writes every mutable field of a; a name the app already has
+// is ErrConflict.
+func (s *Store) AgentUpdate(ctx context.Context, a *Agent) error {
+	caps, err := jsonText(orEmpty(a.Capabilities))
+	if err != nil {
+		return err
+	}
+	return expectOne(s.writer().ExecContext(ctx, `UPDATE agents SET name = $2, description = $3, agent_type_id = $4,
+		version = $5, status = $6, capabilities = $7, timeout_seconds = $8, config = $9, secret_enc = $10,
+		webhook_url = $11, updated_at = $12 WHERE id = $1`,
+		a.ID, a.Name, a.Description, a.AgentTypeID, a.Version, a.Status, caps, a.TimeoutSeconds, jsonOr(a.Config, "{}"),
+		a.SecretEnc, a.WebhookURL, s.ts(a.UpdatedAt)))
+}
+
+// AgentDelete deletes an agent and its activations.
+func (s *Store) AgentDelete(ctx context.Context, id string) error {
+	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM agents WHERE id = $1`, id))
+}
+
+// AgentUpsertSystem creates the system agent a, or brings an existing one
+// with its id up to date: every start seeds them, so it must be idempotent.
+func (s *Store) AgentUpsertSystem(ctx context.Context, a *Agent) error {
+	caps, err := jsonText(orEmpty(a.Capabilities))
+	if err != nil {
+		return err
+	}
+	_, err = s.writer().ExecContext(ctx, `INSERT INTO agents (`+agentColumns+`)
+		VALUES ($1, NULL, NULL, $2, $3, $4, $5, 'active', TRUE, $6, $7, $8, '', '', $9, $9)
+		ON CONFLICT (id) DO UPDATE SET name = excluded.name, description = excluded.description,
+			agent_type_id = excluded.agent_type_id, version = excluded.version, capabilities = excluded.capabilities,
+			timeout_seconds = excluded.timeout_seconds, config = excluded.config, is_system = TRUE`,
+		a.ID, a.Name, a.Description, a.AgentTypeID, a.Version, caps, a.TimeoutSeconds, jsonOr(a.Config, "{}"), s.ts(a.CreatedAt))
+	return mapErr(err)
 }
 
 func orEmpty[T any](s []T) []T {

@@ -1,0 +1,241 @@
+package api_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/apps"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+func TestSystemAgentIsVisibleToEveryone(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		user := e.signup("u@example.com")
+		r := e.do("GET", "/api/v1/agents", nil, bearer(user)).expect(t, 200)
+		agents := list(r, "agents")
+		require.Len(t, agents, 1)
+		a := agents[0]
+		require.Equal(t, apps.AssistantID, a["agent_id"])
+		require.Equal(t, apps.AssistantID, a["id"])
+		require.Equal(t, "assistant", a["name"])
+		require.Equal(t, "llm", a["agent_type_id"])
+		require.Equal(t, true, a["is_system"])
+		require.Equal(t, "active", a["status"])
+		require.Equal(t, []any{"chat"}, a["capabilities"])
+		require.Equal(t, 1.0, r.JSON["total_count"])
+		require.Equal(t, false, r.JSON["has_more"])
+
+		r = e.do("GET", "/api/v1/agents/"+apps.AssistantID, nil, bearer(user)).expect(t, 200)
+		require.Nil(t, r.JSON["app_id"])
+		require.Equal(t, map[string]any{"model": "echo", "provider_id": "echo", "temperature": 0.7, "system_message": "You are a helpful assistant."}, r.JSON["agent_config"])
+
+		// Seeding again (every start does) changes nothing.
+		require.NoError(t, e.srv.Apps.SeedSystemAgents(context.Background()))
+		r = e.do("GET", "/api/v1/agents", nil, bearer(user)).expect(t, 200)
+		require.Len(t, list(r, "agents"), 1)
+
+		// It cannot be changed through any app.
+		appID := e.do("POST", "/api/v1/apps", map[string]any{"name": "A", "slug": "a"}, bearer(user)).expect(t, 201).str("app_id")
+		e.do("PATCH", "/api/v1/apps/"+appID+"/agents/"+apps.AssistantID, map[string]any{"name": "mine"}, bearer(user)).expectError(t, 404, "NotFoundError", "Agent not found")
+		e.do("DELETE", "/api/v1/apps/"+appID+"/agents/"+apps.AssistantID, nil, bearer(user)).expect(t, 404)
+		e.do("GET", "/api/v1/agents/"+apps.AssistantID, nil, bearer(user)).expect(t, 200)
+	})
+}
+
+func TestAgentLists(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		admin := e.signup("admin@example.com")
+		owner := e.signup("owner@example.com")
+		other := e.signup("other@example.com")
+		deskID := e.importManifest(owner, exampleManifest(t)).expect(t, 201).str("app_id")
+		tinyID := e.do("POST", "/api/v1/apps", map[string]any{"name": "Tiny", "slug": "tiny"}, bearer(owner)).expect(t, 201).str("app_id")
+		tinyAgent := e.do("POST", "/api/v1/apps/"+tinyID+"/agents", map[string]any{"name": "tiny-bot", "agent_type_id": "llm",
+			"agent_config": map[string]any{"model": "echo"}}, bearer(owner)).expect(t, 201).str("agent_id")
+
+		r := e.do("GET", "/api/v1/agents", nil, bearer(owner)).expect(t, 200)
+		require.Equal(t, []string{"assistant", "triage", "escalation-router", "tiny-bot"}, names(list(r, "agents")))
+		require.Equal(t, 4.0, r.JSON["total_count"])
+		r = e.do("GET", "/api/v1/agents?search=TRIAGE", nil, bearer(owner)).expect(t, 200)
+		require.Equal(t, []string{"triage"}, names(list(r, "agents")))
+		r = e.do("GET", "/api/v1/agents?search=which%20team", nil, bearer(owner)).expect(t, 200)
+		require.Equal(t, []string{"escalation-router"}, names(list(r, "agents")), "search matches descriptions")
+		r = e.do("GET", "/api/v1/agents?search=%25", nil, bearer(owner)).expect(t, 200)
+		require.Empty(t, list(r, "agents"), "% is a literal, not a wildcard")
+		r = e.do("GET", "/api/v1/agents?limit=2&offset=1", nil, bearer(owner)).expect(t, 200)
+		require.Equal(t, []string{"triage", "escalation-router"}, names(list(r, "agents")))
+		require.Equal(t, true, r.JSON["has_more"])
+		e.do("GET", "/api/v1/agents?limit=0", nil, bearer(owner)).expectError(t, 400, "ValidationError", "limit")
+		e.do("GET", "/api/v1/agents?offset=-1", nil, bearer(owner)).expectError(t, 400, "ValidationError", "offset")
+
+		r = e.do("GET", "/api/v1/apps/"+deskID+"/agents", nil, bearer(owner)).expect(t, 200)
+		require.Equal(t, []string{"triage", "escalation-router"}, names(list(r, "agents")))
+		triage := list(r, "agents")[0]["agent_id"].(string)
+
+		// Another user sees only the system agent; the owner's are 404.
+		r = e.do("GET", "/api/v1/agents", nil, bearer(other)).expect(t, 200)
+		require.Equal(t, []string{"assistant"}, names(list(r, "agents")))
+		e.do("GET", "/api/v1/agents/"+triage, nil, bearer(other)).expectError(t, 404, "NotFoundError", "Agent not found")
+		e.do("GET", "/api/v1/apps/"+deskID+"/agents", nil, bearer(other)).expectError(t, 404, "NotFoundError", "App not found")
+		e.do("GET", "/api/v1/apps/"+deskID+"/agents/"+triage, nil, bearer(other)).expect(t, 404)
+		e.do("GET", "/api/v1/agents/nope", nil, bearer(owner)).expect(t, 404)
+		// An agent through the wrong app is 404 too.
+		e.do("GET", "/api/v1/apps/"+tinyID+"/agents/"+triage, nil, bearer(owner)).expectError(t, 404, "NotFoundError", "Agent not found")
+
+		// An admin reaches it only with a stated reason, which is audited.
+		e.do("GET", "/api/v1/agents/"+triage, nil, bearer(admin)).expect(t, 404)
+		r = e.do("GET", "/api/v1/agents/"+triage, nil, bearer(admin), header("X-Admin-Reason", "ticket 42")).expect(t, 200)
+		require.Equal(t, deskID, r.str("app_id"))
+		e.do("GET", "/api/v1/apps/"+deskID+"/agents", nil, bearer(admin), header("X-Admin-Reason", "ticket 42")).expect(t, 200)
+		r = e.do("GET", "/api/v1/users/audit-log", nil, bearer(admin)).expect(t, 200)
+		require.Contains(t, string(r.Body), "ticket 42")
+
+		// A key bound to an app sees only that app's agents.
+		bound, _ := e.key(owner, map[string]any{"name": "bound", "scopes": []string{"app:access"}, "app_id": tinyID})
+		r = e.do("GET", "/api/v1/agents", nil, bearer(bound)).expect(t, 200)
+		require.Equal(t, []string{"tiny-bot"}, names(list(r, "agents")))
+		e.do("GET", "/api/v1/agents/"+triage, nil, bearer(bound)).expect(t, 404)
+		e.do("GET", "/api/v1/agents/"+tinyAgent, nil, bearer(bound)).expect(t, 200)
+		r = e.do("GET", "/api/v1/apps", nil, bearer(bound)).expect(t, 200)
+		require.Equal(t, []string{"Tiny"}, names(list(r, "apps")))
+		e.do("GET", "/api/v1/apps/"+deskID+"/agents", nil, bearer(bound)).expect(t, 403)
+	})
+}
+
+func TestAgentManagement(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		owner := e.signup("owner@example.com")
+		other := e.signup("other@example.com")
+		appID := e.do("POST", "/api/v1/apps", map[string]any{"name": "A", "slug": "a"}, bearer(owner)).expect(t, 201).str("app_id")
+		agents := "/api/v1/apps/" + appID + "/agents"
+
+		r := e.do("POST", agents, map[string]any{"name": "writer", "description": "writes", "agent_type_id": "llm",
+			"capabilities": []string{"text"}, "agent_config": map[string]any{"model": "echo", "temperature": 0.3, "system_message": "Be brief."}},
+			bearer(owner)).expect(t, 201)
+		writer := r.str("agent_id")
+		require.Equal(t, writer, r.str("id"))
+		require.Equal(t, appID, r.str("app_id"))
+		require.Equal(t, 300.0, r.JSON["timeout_seconds"], "default timeout")
+		require.Equal(t, "1.0.0", r.str("version"))
+		require.Equal(t, map[string]any{"model": "echo", "temperature": 0.3, "system_message": "Be brief."}, r.JSON["agent_config"])
+
+		for _, tc := range []struct {
+			body   map[string]any
+			status int
+			detail string
+		}{
+			{map[string]any{"agent_type_id": "llm", "agent_config": map[string]any{"model": "echo"}}, 400, "Missing required field: name"},
+			{map[string]any{"name": "x", "agent_type_id": "llm", "agent_config": map[string]any{}}, 400, "Missing required field: agent_config.model"},
+			{map[string]any{"name": "x", "agent_type_id": "llm", "agent_config": map[string]any{"model": "echo", "temperature": 3}}, 400, "agent_config.temperature"},
+			{map[string]any{"name": "x", "agent_type_id": "llm", "agent_config": map[string]any{"model": "echo", "max_tokens": -1}}, 400, "agent_config.max_tokens"},
+			{map[string]any{"name": "x", "agent_type_id": "llm", "agent_config": "model"}, 400, "agent_config"},
+			{map[string]any{"name": "x", "agent_type_id": "bot", "agent_config": map[string]any{}}, 400, "agent_type_id"},
+			{map[string]any{"name": "x", "agent_type_id": "custom", "agent_config": map[string]any{"runtime": "webhook", "url": "ftp://x"}}, 400, "agent_config.url"},
+			{map[string]any{"name": "x", "agent_type_id": "llm", "timeout_seconds": 0, "agent_config": map[string]any{"model": "echo"}}, 400, "timeout_seconds"},
+			{map[string]any{"name": "writer", "agent_type_id": "llm", "agent_config": map[string]any{"model": "echo"}}, 409, `"writer" already exists`},
+		} {
+			e.do("POST", agents, tc.body, bearer(owner)).expectError(t, tc.status, map[int]string{400: "ValidationError", 409: "ConflictError"}[tc.status], tc.detail)
+		}
+		e.do("POST", agents, []byte(`[1]`), bearer(owner)).expectError(t, 400, "ValidationError", "expected a JSON object")
+		e.do("POST", agents, map[string]any{"name": "x", "agent_type_id": "llm", "agent_config": map[string]any{"model": "echo"}}, bearer(other)).expectError(t, 404, "NotFoundError", "App not found")
+		e.do("POST", agents, map[string]any{"name": "x", "agent_type_id": "llm", "agent_config": map[string]any{"model": "echo"}}, bearer(e.keyWith(owner, "app:access"))).expect(t, 403)
+
+		// A webhook agent's secret is stored sealed and never shown.
+		r = e.do("POST", agents, map[string]any{"name": "hook", "agent_type_id": "custom",
+			"agent_config": map[string]any{"runtime": "webhook", "url": "https://hooks.example.com/a", "secret": "whsec_s3cret"}}, bearer(owner)).expect(t, 201)
+		hook := r.str("agent_id")
+		require.NotContains(t, string(r.Body), "whsec_s3cret")
+		require.NotContains(t, string(e.do("GET", "/api/v1/agents/"+hook, nil, bearer(owner)).expect(t, 200).Body), "s3cret")
+		stored, err := e.srv.Store.AgentGet(context.Background(), hook)
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(stored.SecretEnc, "v1:"), stored.SecretEnc)
+		require.NotContains(t, string(stored.Config), "s3cret")
+
+		// PATCH merges agent_config and validates the result.
+		r = e.do("PATCH", agents+"/"+writer, map[string]any{"agent_config": map[string]any{"temperature": 1.5}, "version": "1.1.0"}, bearer(owner)).expect(t, 200)
+		require.Equal(t, map[string]any{"model": "echo", "temperature": 1.5, "system_message": "Be brief."}, r.JSON["agent_config"])
+		require.Equal(t, "1.1.0", r.str("version"))
+		require.Equal(t, "writes", r.str("description"))
+		r = e.do("PATCH", agents+"/"+writer, map[string]any{"status": "disabled"}, bearer(owner)).expect(t, 200)
+		require.Equal(t, "disabled", r.str("status"))
+		e.do("PATCH", agents+"/"+writer, map[string]any{"agent_config": map[string]any{"temperature": -1}}, bearer(owner)).expectError(t, 400, "ValidationError", "agent_config.temperature")
+		e.do("PATCH", agents+"/"+writer, map[string]any{"status": "asleep"}, bearer(owner)).expectError(t, 400, "ValidationError", "status")
+		e.do("PATCH", agents+"/"+writer, map[string]any{"name": "hook"}, bearer(owner)).expectError(t, 409, "ConflictError", "already exists")
+		e.do("PATCH", agents+"/"+writer, map[string]any{"name": "x"}, bearer(other)).expect(t, 404)
+		// Changing the webhook's URL keeps its secret.
+		e.do("PATCH", agents+"/"+hook, map[string]any{"agent_config": map[string]any{"url": "https://hooks.example.com/b"}}, bearer(owner)).expect(t, 200)
+		again, err := e.srv.Store.AgentGet(context.Background(), hook)
+		require.NoError(t, err)
+		require.Equal(t, stored.SecretEnc, again.SecretEnc)
+
+		e.do("DELETE", agents+"/"+writer, nil, bearer(other)).expect(t, 404)
+		e.do("DELETE", agents+"/"+writer, nil, bearer(owner)).expect(t, 204)
+		e.do("GET", agents+"/"+writer, nil, bearer(owner)).expect(t, 404)
+		r = e.do("GET", agents, nil, bearer(owner)).expect(t, 200)
+		require.Equal(t, []string{"hook"}, names(list(r, "agents")))
+
+		// Deleting the app deletes its agents.
+		e.do("DELETE", "/api/v1/apps/"+appID, nil, bearer(owner)).expect(t, 204)
+		_, err = e.srv.Store.AgentGet(context.Background(), hook)
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+}
+
+// TestVisibleAgent covers what the activation engine relies on.
+func TestVisibleAgent(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		ctx := context.Background()
+		owner := e.signup("owner@example.com")
+		e.signup("other@example.com")
+		appID := e.importManifest(owner, exampleManifest(t)).expect(t, 201).str("app_id")
+		agentList := list(e.do("GET", "/api/v1/apps/"+appID+"/agents", nil, bearer(owner)).expect(t, 200), "agents")
+		triage := agentList[0]["agent_id"].(string)
+		ownerID := e.do("GET", "/api/v1/users/me", nil, bearer(owner)).expect(t, 200).str("id")
+		caller := &auth.Caller{UserID: ownerID, Kind: auth.KindSession}
+		stranger := &auth.Caller{UserID: "01900000-0000-7000-8000-000000000000", Kind: auth.KindSession}
+
+		a, err := e.srv.Apps.VisibleAgent(ctx, caller, triage)
+		require.NoError(t, err)
+		require.Equal(t, "triage", a.Name)
+		a, err = e.srv.Apps.VisibleAgent(ctx, stranger, apps.AssistantID)
+		require.NoError(t, err)
+		require.True(t, a.IsSystem)
+		_, err = e.srv.Apps.VisibleAgent(ctx, stranger, triage)
+		require.Equal(t, apps.ErrAgentNotFound, err)
+		_, err = e.srv.Apps.VisibleAgent(ctx, caller, "not-an-id")
+		require.True(t, apperr.Is(err, apperr.NotFound))
+		_, err = e.srv.Apps.VisibleAgent(ctx, &auth.Caller{UserID: ownerID, Kind: auth.KindAPIKey, AppID: "01900000-0000-7000-8000-000000000001"}, triage)
+		require.Equal(t, apps.ErrAgentNotFound, err, "a key bound to another app")
+
+		app, err := e.srv.Apps.OwnedApp(ctx, caller, appID)
+		require.NoError(t, err)
+		require.Equal(t, "support-desk", app.Slug)
+		_, err = e.srv.Apps.OwnedApp(ctx, stranger, appID)
+		require.Equal(t, apps.ErrAppNotFound, err)
+
+		e.do("PATCH", "/api/v1/apps/"+appID, map[string]any{"status": "disabled"}, bearer(owner)).expect(t, 200)
+		_, err = e.srv.Apps.VisibleAgent(ctx, caller, triage)
+		require.Equal(t, apps.ErrAppDisabled, err)
+		require.True(t, apperr.Is(err, apperr.Conflict))
+		_, err = e.srv.Apps.Agent(ctx, caller, triage)
+		require.NoError(t, err, "a disabled app's agents can still be read")
+
+		e.do("PATCH", "/api/v1/apps/"+appID, map[string]any{"status": "active"}, bearer(owner)).expect(t, 200)
+		e.do("PATCH", "/api/v1/apps/"+appID+"/agents/"+triage, map[string]any{"status": "disabled"}, bearer(owner)).expect(t, 200)
+		_, err = e.srv.Apps.VisibleAgent(ctx, caller, triage)
+		require.Equal(t, apps.ErrAgentDisabled, err)
+	})
+}

@@ -1,0 +1,238 @@
+package apps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+
+	"github.com/google/uuid"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// AssistantID is the fixed id of the system agent "assistant".
+const AssistantID = "00000000-0000-7000-8000-000000000001"
+
+// systemAgents are visible to every user and changed only by a release.
+var systemAgents = []store.Agent{{
+	ID: AssistantID, Name: "assistant", Description: "A general-purpose helpful assistant.",
+	AgentTypeID: "llm", Version: defaultVersion, Status: StatusActive, IsSystem: true,
+	Capabilities: []string{"chat"}, TimeoutSeconds: DefaultAgentTimeout,
+	Config: json.RawMessage(`{"model":"echo","provider_id":"echo","temperature":0.7,"system_message":"You are a helpful assistant."}`),
+}}
+
+// SeedSystemAgents creates the system agents, or updates them to this
+// release's definition; every start calls it.
+func (s *Service) SeedSystemAgents(ctx context.Context) error {
+	for _, a := range systemAgents {
+		a.CreatedAt, a.UpdatedAt = s.now(), s.now()
+		if err := s.store.AgentUpsertSystem(ctx, &a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Agents returns a page of the agents the caller sees: those of the
+// caller's apps and the system agents; a key bound to an app sees only
+// that app's agents.
+func (s *Service) Agents(ctx context.Context, c *auth.Caller, search string, limit, offset int) ([]store.Agent, int, error) {
+	return s.store.AgentList(ctx, store.AgentFilter{UserID: c.UserID, AppID: c.AppID, System: true, Search: search}, limit, offset)
+}
+
+// AppAgents returns a page of the agents of the caller's app.
+func (s *Service) AppAgents(ctx context.Context, c *auth.Caller, appID, search string, limit, offset int) ([]store.Agent, int, error) {
+	app, err := s.OwnedApp(ctx, c, appID)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.store.AgentList(ctx, store.AgentFilter{UserID: app.UserID, AppID: app.ID, Search: search}, limit, offset)
+}
+
+// Agent returns an agent the caller sees, for reading.
+func (s *Service) Agent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error) {
+	return s.visibleAgent(ctx, c, agentID, actionRead)
+}
+
+// VisibleAgent returns an agent the caller may use: one of the caller's
+// apps' (the bound app's, for a bound key) or a system agent; anything
+// else is ErrAgentNotFound. An agent of a disabled app is ErrAppDisabled, a
+// disabled agent ErrAgentDisabled (both 409).
+func (s *Service) VisibleAgent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error) {
+	a, err := s.visibleAgent(ctx, c, agentID, "use")
+	if err != nil {
+		return nil, err
+	}
+	if !a.IsSystem {
+		app, err := s.store.AppGet(ctx, a.AppID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, ErrAgentNotFound // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		if app.Status == StatusDisabled {
+			return nil, ErrAppDisabled
+		}
+	}
+	if a.Status == StatusDisabled {
+		return nil, ErrAgentDisabled
+	}
+	return a, nil
+}
+
+func (s *Service) visibleAgent(ctx context.Context, c *auth.Caller, agentID, action string) (*store.Agent, error) {
+	if uuid.Validate(agentID) != nil {
+		return nil, ErrAgentNotFound
+	}
+	a, err := s.store.AgentGet(ctx, agentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrAgentNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if a.IsSystem {
+		return a, nil
+	}
+	if c.AppID != "" && c.AppID != a.AppID {
+		return nil, ErrAgentNotFound
+	}
+	if err := s.auth.Reach(ctx, c, auth.Resource{Type: resourceAgent, ID: a.ID, OwnerID: a.UserID}, action, ErrAgentNotFound); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// AppAgent returns an agent of the caller's app.
+func (s *Service) AppAgent(ctx context.Context, c *auth.Caller, appID, agentID string) (*store.Agent, error) {
+	return s.appAgent(ctx, c, appID, agentID, actionRead)
+}
+
+func (s *Service) appAgent(ctx context.Context, c *auth.Caller, appID, agentID, action string) (*store.Agent, error) {
+	app, err := s.ownedApp(ctx, c, appID, action)
+	if err != nil {
+		return nil, err
+	}
+	if uuid.Validate(agentID) != nil {
+		return nil, ErrAgentNotFound
+	}
+	a, err := s.store.AgentGet(ctx, agentID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.AppID != app.ID) {
+		return nil, ErrAgentNotFound
+	}
+	return a, err
+}
+
+// CreateAgent adds an agent to the caller's app. body is the decoded JSON
+// request ({name, description, agent_type_id, version, capabilities,
+// timeout_seconds, webhook_url, agent_config}); errors name its fields.
+func (s *Service) CreateAgent(ctx context.Context, c *auth.Caller, appID string, body map[string]any) (*store.Agent, error) {
+	app, err := s.ownedApp(ctx, c, appID, actionManage)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := decodeAgentBody(body)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	r := agentRow(spec, &store.Agent{ID: newID(), AppID: app.ID, UserID: app.UserID, Status: StatusActive, CreatedAt: now})
+	r.UpdatedAt = now
+	if err := s.sealInto(r, spec); err != nil {
+		return nil, err
+	}
+	if err := s.store.AgentCreate(ctx, r); err != nil {
+		return nil, agentConflict(err, spec.Name)
+	}
+	return r, nil
+}
+
+// UpdateAgent changes an agent of the caller's app. patch holds the fields
+// to change (agent_config keys are merged into the current config); the
+// result is validated as a whole. "status" is active or disabled.
+func (s *Service) UpdateAgent(ctx context.Context, c *auth.Caller, appID, agentID string, patch map[string]any) (*store.Agent, error) {
+	a, err := s.appAgent(ctx, c, appID, agentID, actionManage)
+	if err != nil {
+		return nil, err
+	}
+	var merged map[string]any
+	if err := json.Unmarshal(mustJSON(agentSpec(a)), &merged); err != nil {
+		return nil, err
+	}
+	for k, v := range patch {
+		if k == "agent_config" {
+			if cfg, ok := v.(map[string]any); ok {
+				base, _ := merged[k].(map[string]any)
+				if base == nil {
+					base = map[string]any{}
+				}
+				maps.Copy(base, cfg)
+				merged[k] = base
+				continue
+			}
+		}
+		merged[k] = v
+	}
+	status := a.Status
+	if v, ok := patch["status"]; ok {
+		if status, _ = v.(string); status != StatusActive && status != StatusDisabled {
+			return nil, apperr.Invalid("status", "Invalid value for field status: must be one of active, disabled")
+		}
+	}
+	spec, err := decodeAgentBody(merged)
+	if err != nil {
+		return nil, err
+	}
+	r := agentRow(spec, a)
+	r.Status, r.UpdatedAt = status, s.now()
+	if err := s.sealInto(r, spec); err != nil {
+		return nil, err
+	}
+	if err := s.store.AgentUpdate(ctx, r); err != nil {
+		return nil, agentConflict(err, spec.Name)
+	}
+	return r, nil
+}
+
+// DeleteAgent deletes an agent of the caller's app with its activations.
+func (s *Service) DeleteAgent(ctx context.Context, c *auth.Caller, appID, agentID string) error {
+	a, err := s.appAgent(ctx, c, appID, agentID, actionManage)
+	if err != nil {
+		return err
+	}
+	return s.store.AgentDelete(ctx, a.ID)
+}
+
+func decodeAgentBody(body map[string]any) (*AgentSpec, error) {
+	v, err := normalize(body)
+	if err != nil {
+		return nil, apperr.Invalid("body", "Malformed JSON body: "+err.Error())
+	}
+	d := &decoder{}
+	spec := decodeAgent(d, d.asObject(v, "", true))
+	if d.err != nil {
+		return nil, d.err
+	}
+	return &spec, nil
+}
+
+// sealInto stores a webhook secret given in spec, sealed.
+func (s *Service) sealInto(r *store.Agent, spec *AgentSpec) error {
+	if spec.AgentConfig.Secret == "" {
+		return nil
+	}
+	sealed, err := s.secrets.Seal(spec.AgentConfig.Secret)
+	r.SecretEnc = sealed
+	return err
+}
+
+func agentConflict(err error, name string) error {
+	if errors.Is(err, store.ErrConflict) {
+		return apperr.Newf(apperr.Conflict, "An agent named %q already exists in this app", name)
+	}
+	return err
+}

@@ -1,0 +1,246 @@
+package apps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+
+	"github.com/google/uuid"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// Counts are how many parts of each kind an import left the app with.
+type Counts struct {
+	Agents         int `json:"agents"`
+	Models         int `json:"models"`
+	Functions      int `json:"functions"`
+	Pipelines      int `json:"pipelines"`
+	Authenticators int `json:"authenticators"`
+}
+
+// Imported is the outcome of creating, importing or installing an app.
+type Imported struct {
+	App     *store.App
+	Created Counts
+	// Upgraded: an existing app was brought to a higher version in place.
+	Upgraded bool
+}
+
+// CreateInput is POST /apps: an app, from a manifest or empty.
+type CreateInput struct {
+	Name, Slug, Description string
+	// ManifestData is the manifest as decoded JSON, or nil.
+	ManifestData any
+}
+
+// Create makes a new app; with ManifestData everything it declares is
+// created too, in one transaction. The body's name, slug and description
+// win over the manifest's. A slug the caller already has is a conflict.
+func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (*Imported, error) {
+	m := &Manifest{Name: in.Name, Slug: in.Slug, Description: in.Description, Version: defaultVersion}
+	if data, ok := in.ManifestData.(map[string]any); ok {
+		// The body's fields fill (and win over) the manifest's header.
+		data = maps.Clone(data)
+		for k, v := range map[string]string{"name": in.Name, "slug": in.Slug, "description": in.Description} {
+			if v != "" {
+				data[k] = v
+			}
+		}
+		if data["version"] == nil {
+			data["version"] = defaultVersion
+		}
+		var err error
+		if m, err = DecodeManifest(data, "manifest_data"); err != nil {
+			return nil, err
+		}
+	} else if in.ManifestData != nil {
+		return nil, apperr.Invalid("manifest_data", "Invalid value for field manifest_data: expected an object")
+	}
+	if err := checkHeader(m); err != nil {
+		return nil, err
+	}
+	return s.write(ctx, c, m, writeOpts{})
+}
+
+// Import creates the app of a parsed manifest or, when the caller has its
+// slug at a lower version, upgrades that app in place.
+func (s *Service) Import(ctx context.Context, c *auth.Caller, m *Manifest) (*Imported, error) {
+	return s.write(ctx, c, m, writeOpts{upgrade: true})
+}
+
+// Install copies a published app (or one of the caller's own) into the
+// caller's account: new ids, no data, no secrets. slug and name, when not
+// empty, replace the source's (installing next to an app of the same slug).
+func (s *Service) Install(ctx context.Context, c *auth.Caller, appID, slug, name string) (*Imported, error) {
+	src, err := s.installable(ctx, c, appID)
+	if err != nil {
+		return nil, err
+	}
+	m, err := s.manifestOf(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	override(&m.Name, name)
+	override(&m.Slug, slug)
+	if err := checkHeader(m); err != nil {
+		return nil, err
+	}
+	return s.write(ctx, c, m, writeOpts{installedFrom: src.ID})
+}
+
+func override(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+// checkHeader validates the name, slug and version of m after a request
+// replaced them; errors name the request's fields.
+func checkHeader(m *Manifest) error {
+	d := &decoder{}
+	decodeHeader(d, d.asObject(map[string]any{"name": m.Name, "slug": m.Slug, "version": m.Version}, "", true), &Manifest{})
+	if d.err != nil {
+		return d.err
+	}
+	return nil
+}
+
+func (s *Service) installable(ctx context.Context, c *auth.Caller, appID string) (*store.App, error) {
+	// Anyone may install a published app; anything else only its owner.
+	if uuid.Validate(appID) == nil {
+		if probe, err := s.store.AppGet(ctx, appID); err == nil && probe.MarketplaceStatus == MarketPublished {
+			return probe, nil
+		}
+	}
+	return s.ownedApp(ctx, c, appID, actionRead)
+}
+
+// Export returns the manifest of the caller's app: it imports back to the
+// same app. Secrets are never part of it.
+func (s *Service) Export(ctx context.Context, c *auth.Caller, appID string) (*Manifest, error) {
+	app, err := s.OwnedApp(ctx, c, appID)
+	if err != nil {
+		return nil, err
+	}
+	return s.manifestOf(ctx, app)
+}
+
+func (s *Service) manifestOf(ctx context.Context, app *store.App) (*Manifest, error) {
+	m := &Manifest{Name: app.Name, Slug: app.Slug, Version: app.Version, Description: app.Description,
+		MinPlatformVersion: headerOf(app).MinPlatformVersion}
+	models, err := s.store.AppModelListByApp(ctx, app.ID)
+	if err != nil {
+		return nil, err
+	}
+	agents, err := s.store.AgentListByApp(ctx, app.ID)
+	if err != nil {
+		return nil, err
+	}
+	functions, err := s.store.FunctionListByApp(ctx, app.ID)
+	if err != nil {
+		return nil, err
+	}
+	pipelines, err := s.store.PipelineListByApp(ctx, app.ID)
+	if err != nil {
+		return nil, err
+	}
+	auths, err := s.store.AuthenticatorListByApp(ctx, app.ID)
+	if err != nil {
+		return nil, err
+	}
+	m.Models = mapAll(models, modelSpec)
+	m.Agents = mapAll(agents, agentSpec)
+	m.Functions = mapAll(functions, functionSpec)
+	m.Pipelines = mapAll(pipelines, pipelineSpec)
+	m.Authenticators = mapAll(auths, authenticatorSpec)
+	return m, nil
+}
+
+func mapAll[S, T any](items []S, fn func(*S) T) []T {
+	out := make([]T, len(items))
+	for i := range items {
+		out[i] = fn(&items[i])
+	}
+	return out
+}
+
+type writeOpts struct {
+	upgrade       bool   // an existing slug at a lower version is upgraded
+	installedFrom string // the source of an install
+}
+
+// write stores m as a new app of the caller, or as the upgrade of the
+// caller's app with its slug: all of it in one transaction, so a failure
+// leaves nothing behind.
+func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts writeOpts) (*Imported, error) {
+	// Sealing is CPU only, but it is done before the transaction all the
+	// same: nothing slow belongs inside SQLite's one writer.
+	secrets := map[string]string{}
+	for _, a := range m.Agents {
+		if a.AgentConfig.Secret != "" {
+			sealed, err := s.secrets.Seal(a.AgentConfig.Secret)
+			if err != nil {
+				return nil, err
+			}
+			secrets[a.Name] = sealed
+		}
+	}
+	header, err := json.Marshal(manifestHeader{MinPlatformVersion: m.MinPlatformVersion})
+	if err != nil {
+		return nil, err
+	}
+	out := &Imported{}
+	err = s.store.InTx(ctx, func(tx *store.Store) error {
+		now := s.now()
+		app, err := tx.AppGetBySlug(ctx, c.UserID, m.Slug)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			if c.AppID != "" {
+				// A key bound to one app manages that app, not new ones.
+				return auth.ErrForbidden
+			}
+			app = &store.App{ID: newID(), UserID: c.UserID, Status: StatusActive, MarketplaceStatus: MarketPrivate,
+				InstalledFrom: opts.installedFrom, CreatedAt: now}
+		case err != nil:
+			return err
+		case !opts.upgrade:
+			return slugTaken(m.Slug)
+		case c.AppID != "" && c.AppID != app.ID:
+			return auth.ErrForbidden
+		case compareSemver(m.Version, app.Version) <= 0:
+			return apperr.Newf(apperr.Conflict, "App %q is already at version %s: import a higher version to upgrade it", m.Slug, app.Version)
+		default:
+			out.Upgraded = true
+		}
+		app.Name, app.Slug, app.Description, app.Version = m.Name, m.Slug, m.Description, m.Version
+		app.Manifest, app.UpdatedAt = header, now
+		if out.Upgraded {
+			err = tx.AppUpdate(ctx, app)
+		} else {
+			err = tx.AppCreate(ctx, app)
+			if errors.Is(err, store.ErrConflict) {
+				return slugTaken(m.Slug) // a concurrent create won
+			}
+		}
+		if err != nil {
+			return err
+		}
+		out.App = app
+		w := &partWriter{tx: tx, app: app, now: now, secrets: secrets}
+		return w.sync(ctx, m, out.Upgraded)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Created = Counts{Agents: len(m.Agents), Models: len(m.Models), Functions: len(m.Functions),
+		Pipelines: len(m.Pipelines), Authenticators: len(m.Authenticators)}
+	return out, nil
+}
+
+func slugTaken(slug string) error {
+	return apperr.Newf(apperr.Conflict, "An app with slug %q already exists", slug)
+}

@@ -1,0 +1,486 @@
+package apps
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/version"
+)
+
+// Manifest is an app as a document: what import-manifest takes and the
+// manifest endpoint returns. It never carries an authenticator's secret;
+// a webhook agent's secret may come in but never goes out.
+type Manifest struct {
+	Name               string          `json:"name" doc:"Display name"`
+	Slug               string          `json:"slug" doc:"Unique per user: ^[a-z0-9][a-z0-9-]{0,62}$"`
+	Version            string          `json:"version" doc:"Semantic version; re-importing a higher one upgrades the app"`
+	Description        string          `json:"description"`
+	MinPlatformVersion string          `json:"minPlatformVersion,omitempty" doc:"Lowest platform version the app runs on"`
+	Models             []Model         `json:"models"`
+	Agents             []AgentSpec     `json:"agents"`
+	Functions          []FunctionSpec  `json:"functions"`
+	Pipelines          []PipelineSpec  `json:"pipelines"`
+	Authenticators     []Authenticator `json:"authenticators"`
+}
+
+// Model is a data model of the app.
+type Model struct {
+	Slug   string  `json:"slug"`
+	Name   string  `json:"name"`
+	Fields []Field `json:"fields"`
+}
+
+// Field is a field of a data model.
+type Field struct {
+	Name     string   `json:"name"`
+	Type     string   `json:"type" enum:"string,text,integer,number,boolean,datetime,json,enum"`
+	Required bool     `json:"required"`
+	Values   []string `json:"values,omitempty" doc:"The allowed values of an enum"`
+}
+
+// AgentSpec is an agent as a manifest (and the agent API) writes it.
+type AgentSpec struct {
+	Name           string      `json:"name"`
+	Description    string      `json:"description"`
+	AgentTypeID    string      `json:"agent_type_id" enum:"llm,custom"`
+	Version        string      `json:"version"`
+	Capabilities   []string    `json:"capabilities"`
+	TimeoutSeconds int         `json:"timeout_seconds" doc:"1 to 3600, default 300"`
+	WebhookURL     string      `json:"webhook_url,omitempty" doc:"Where each finished activation is POSTed"`
+	AgentConfig    AgentConfig `json:"agent_config"`
+}
+
+// AgentConfig is an LLM agent's {model, temperature, system_message,
+// provider_id, max_tokens} or a custom agent's {runtime: javascript, code}
+// or {runtime: webhook, url, secret}.
+type AgentConfig struct {
+	Model         string   `json:"model,omitempty"`
+	Temperature   *float64 `json:"temperature,omitempty" minimum:"0" maximum:"2"`
+	SystemMessage string   `json:"system_message,omitempty"`
+	ProviderID    string   `json:"provider_id,omitempty"`
+	MaxTokens     int      `json:"max_tokens,omitempty"`
+	Runtime       string   `json:"runtime,omitempty" enum:"javascript,webhook"`
+	Code          string   `json:"code,omitempty"`
+	URL           string   `json:"url,omitempty"`
+	// Secret signs a webhook agent's requests; write-only, stored sealed.
+	Secret string `json:"secret,omitempty" doc:"Webhook signing secret (write-only)"`
+}
+
+// FunctionSpec is a function of the app.
+type FunctionSpec struct {
+	Name           string          `json:"name"`
+	Description    string          `json:"description"`
+	Code           string          `json:"code"`
+	InputSchema    json.RawMessage `json:"input_schema" doc:"A JSON Schema object the input must match"`
+	TimeoutSeconds int             `json:"timeout_seconds" doc:"1 to 3600, default 30"`
+}
+
+// PipelineSpec is a pipeline of the app.
+type PipelineSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Steps       []Step `json:"steps"`
+}
+
+// Step is one step of a pipeline; Ref names an agent or function of the
+// manifest, Input is a JSON template.
+type Step struct {
+	ID    string          `json:"id"`
+	Type  string          `json:"type" enum:"agent,function"`
+	Ref   string          `json:"ref"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// Authenticator is an OAuth 2.0 provider definition, without secrets.
+type Authenticator struct {
+	Name              string          `json:"name"`
+	AuthenticatorType string          `json:"authenticator_type" enum:"custom,google,slack,microsoft,yahoo"`
+	ClientID          string          `json:"client_id,omitempty"`
+	Scopes            []string        `json:"scopes"`
+	AuthorizeURL      string          `json:"authorize_url,omitempty"`
+	TokenURL          string          `json:"token_url,omitempty"`
+	RefreshURL        string          `json:"refresh_url,omitempty"`
+	RevokeURL         string          `json:"revoke_url,omitempty"`
+	RedirectURI       string          `json:"redirect_uri,omitempty"`
+	Configuration     json.RawMessage `json:"configuration,omitempty"`
+}
+
+// The values the manifest accepts.
+var (
+	slugPattern      = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+	fieldNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+	fieldTypes       = []string{"string", "text", "integer", "number", "boolean", "datetime", "json", "enum"}
+	authTypes        = []string{"custom", "google", "slack", "microsoft", "yahoo"}
+	jsonSchemaTypes  = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
+)
+
+// Defaults of the manifest.
+const (
+	DefaultAgentTimeout    = 300
+	DefaultFunctionTimeout = 30
+	maxTimeout             = 3600
+	defaultVersion         = "1.0.0"
+)
+
+// ParseManifest reads a manifest: YAML when contentType says so, JSON
+// otherwise. Every problem is an apperr validation error naming the first
+// bad path.
+func ParseManifest(body []byte, contentType string) (*Manifest, error) {
+	var v any
+	var err error
+	if isYAML(contentType) {
+		v, err = parseYAML(body)
+	} else {
+		v, err = decodeJSON(body)
+		if err != nil {
+			err = apperr.Invalid("body", "Malformed JSON body: "+err.Error())
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return DecodeManifest(v, "")
+}
+
+func isYAML(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml")
+}
+
+func parseYAML(body []byte) (any, error) {
+	var v any
+	if err := yaml.Unmarshal(body, &v); err != nil {
+		return nil, apperr.Invalid("body", "Malformed YAML body: "+err.Error())
+	}
+	v, err := normalize(stringKeys(v))
+	if err != nil {
+		return nil, apperr.Invalid("body", "Malformed YAML body: "+err.Error())
+	}
+	return v, nil
+}
+
+// stringKeys makes YAML's non-string mapping keys (1:, true:) strings, as
+// JSON needs.
+func stringKeys(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			t[k] = stringKeys(e)
+		}
+	case map[any]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[fmt.Sprint(k)] = stringKeys(e)
+		}
+		return m
+	case []any:
+		for i, e := range t {
+			t[i] = stringKeys(e)
+		}
+	}
+	return v
+}
+
+// DecodeManifest validates an already decoded manifest (JSON types, numbers
+// as json.Number or float64); root prefixes the paths of errors, e.g.
+// "manifest_data".
+func DecodeManifest(v any, root string) (*Manifest, error) {
+	v, err := normalize(v)
+	if err != nil {
+		return nil, apperr.Invalid(orBody(root), "Invalid manifest: "+err.Error())
+	}
+	d := &decoder{}
+	m := decodeManifest(d, d.asObject(v, root, true))
+	if d.err != nil {
+		return nil, d.err
+	}
+	return m, nil
+}
+
+func orBody(root string) string {
+	if root == "" {
+		return "body"
+	}
+	return root
+}
+
+func decodeManifest(d *decoder, o *object) *Manifest {
+	m := &Manifest{}
+	decodeHeader(d, o, m)
+
+	m.Models = []Model{}
+	seen := map[string]bool{}
+	for i, item := range o.array("models", false) {
+		path := index(o.at("models"), i)
+		model := decodeModel(d, d.asObject(item, path, true))
+		if seen[model.Slug] {
+			d.invalid(path+".slug", "duplicate model slug %q", model.Slug)
+		}
+		seen[model.Slug] = true
+		m.Models = append(m.Models, model)
+	}
+
+	m.Agents = []AgentSpec{}
+	agents := map[string]bool{}
+	for i, item := range o.array("agents", false) {
+		path := index(o.at("agents"), i)
+		a := decodeAgent(d, d.asObject(item, path, true))
+		if agents[a.Name] {
+			d.invalid(path+".name", "duplicate agent name %q", a.Name)
+		}
+		agents[a.Name] = true
+		m.Agents = append(m.Agents, a)
+	}
+
+	m.Functions = []FunctionSpec{}
+	functions := map[string]bool{}
+	for i, item := range o.array("functions", false) {
+		path := index(o.at("functions"), i)
+		f := decodeFunction(d, d.asObject(item, path, true))
+		if functions[f.Name] {
+			d.invalid(path+".name", "duplicate function name %q", f.Name)
+		}
+		functions[f.Name] = true
+		m.Functions = append(m.Functions, f)
+	}
+
+	m.Pipelines = []PipelineSpec{}
+	pipelines := map[string]bool{}
+	refs := map[string]map[string]bool{"agent": agents, "function": functions}
+	for i, item := range o.array("pipelines", false) {
+		path := index(o.at("pipelines"), i)
+		p := decodePipeline(d, d.asObject(item, path, true), refs)
+		if pipelines[p.Name] {
+			d.invalid(path+".name", "duplicate pipeline name %q", p.Name)
+		}
+		pipelines[p.Name] = true
+		m.Pipelines = append(m.Pipelines, p)
+	}
+
+	m.Authenticators = []Authenticator{}
+	auths := map[string]bool{}
+	for i, item := range o.array("authenticators", false) {
+		path := index(o.at("authenticators"), i)
+		a := decodeAuthenticator(d, d.asObject(item, path, true))
+		if auths[a.Name] {
+			d.invalid(path+".name", "duplicate authenticator name %q", a.Name)
+		}
+		auths[a.Name] = true
+		m.Authenticators = append(m.Authenticators, a)
+	}
+	return m
+}
+
+// decodeHeader validates the app part of a manifest: name, slug, version,
+// description, minPlatformVersion.
+func decodeHeader(d *decoder, o *object, m *Manifest) {
+	m.Name = o.str("name", true)
+	o.maxLen("name", m.Name, 200)
+	m.Slug = o.str("slug", true)
+	if m.Slug != "" && !slugPattern.MatchString(m.Slug) {
+		d.invalid(o.at("slug"), "must match ^[a-z0-9][a-z0-9-]{0,62}$")
+	}
+	m.Version = o.str("version", true)
+	if m.Version != "" && !validSemver(m.Version) {
+		d.invalid(o.at("version"), "must be a semantic version such as 1.2.3")
+	}
+	m.Description = o.str("description", false)
+	m.MinPlatformVersion = o.str("minPlatformVersion", false)
+	if mpv := m.MinPlatformVersion; mpv != "" {
+		switch {
+		case !validSemver(mpv):
+			d.invalid(o.at("minPlatformVersion"), "must be a semantic version such as 1.2.3")
+		case compareSemver(mpv, version.Version) > 0:
+			d.invalid(o.at("minPlatformVersion"), "the app needs platform version %s or later; this platform is %s", mpv, version.Version)
+		}
+	}
+}
+
+func decodeModel(d *decoder, o *object) Model {
+	m := Model{Slug: o.str("slug", true), Fields: []Field{}}
+	switch {
+	case m.Slug == "":
+	case !slugPattern.MatchString(m.Slug):
+		d.invalid(o.at("slug"), "must match ^[a-z0-9][a-z0-9-]{0,62}$")
+	case m.Slug == "models":
+		// /api/v1/data/{app_id}/models lists the models themselves.
+		d.invalid(o.at("slug"), `"models" is reserved`)
+	}
+	m.Name = o.str("name", false)
+	o.maxLen("name", m.Name, 200)
+	if m.Name == "" {
+		m.Name = m.Slug
+	}
+	names := map[string]bool{}
+	for i, item := range o.array("fields", false) {
+		path := index(o.at("fields"), i)
+		fo := d.asObject(item, path, true)
+		f := Field{Name: fo.str("name", true), Type: fo.oneOf("type", fieldTypes...), Required: fo.boolean("required")}
+		switch {
+		case f.Name == "":
+		case !fieldNamePattern.MatchString(f.Name):
+			d.invalid(fo.at("name"), "must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+		case names[f.Name]:
+			d.invalid(fo.at("name"), "duplicate field name %q", f.Name)
+		}
+		names[f.Name] = true
+		if f.Type == "enum" {
+			f.Values = fo.stringList("values")
+			if len(f.Values) == 0 {
+				d.missing(fo.at("values"))
+			}
+		} else if fo.has("values") && fo.get("values") != nil {
+			d.invalid(fo.at("values"), "only an enum field has values")
+		}
+		m.Fields = append(m.Fields, f)
+	}
+	return m
+}
+
+// decodeAgent validates an agent: a manifest's or an agent API body.
+func decodeAgent(d *decoder, o *object) AgentSpec {
+	a := AgentSpec{Name: o.str("name", true)}
+	o.maxLen("name", a.Name, 100)
+	a.Description = o.str("description", false)
+	a.AgentTypeID = o.oneOf("agent_type_id", "llm", "custom")
+	a.Version = o.str("version", false)
+	o.maxLen("version", a.Version, 50)
+	if a.Version == "" {
+		a.Version = defaultVersion
+	}
+	a.Capabilities = o.stringList("capabilities")
+	a.TimeoutSeconds = o.integer("timeout_seconds", DefaultAgentTimeout, 1, maxTimeout)
+	a.WebhookURL = o.httpURL("webhook_url", false)
+	c := o.obj("agent_config", true)
+	switch a.AgentTypeID {
+	case "llm":
+		a.AgentConfig = AgentConfig{Model: c.str("model", true), Temperature: c.num("temperature"),
+			SystemMessage: c.str("system_message", false), ProviderID: c.str("provider_id", false)}
+		if t := a.AgentConfig.Temperature; t != nil && (*t < 0 || *t > 2) {
+			d.invalid(c.at("temperature"), "must be between 0 and 2")
+		}
+		if c.get("max_tokens") != nil {
+			a.AgentConfig.MaxTokens = c.integer("max_tokens", 0, 1, 1<<30)
+		}
+	case "custom":
+		switch a.AgentConfig.Runtime = c.oneOf("runtime", "javascript", "webhook"); a.AgentConfig.Runtime {
+		case "javascript":
+			a.AgentConfig.Code = c.str("code", true)
+		case "webhook":
+			a.AgentConfig.URL = c.httpURL("url", true)
+			a.AgentConfig.Secret = c.str("secret", false)
+		}
+	}
+	return a
+}
+
+func decodeFunction(d *decoder, o *object) FunctionSpec {
+	f := FunctionSpec{Name: o.str("name", true)}
+	o.maxLen("name", f.Name, 100)
+	f.Description = o.str("description", false)
+	f.Code = o.str("code", true)
+	f.InputSchema = json.RawMessage(`{"type":"object"}`)
+	if o.get("input_schema") != nil {
+		s := o.obj("input_schema", false)
+		checkSchema(d, s)
+		f.InputSchema = o.rawJSON("input_schema")
+	}
+	f.TimeoutSeconds = o.integer("timeout_seconds", DefaultFunctionTimeout, 1, maxTimeout)
+	return f
+}
+
+// checkSchema catches the plain mistakes of a JSON Schema (a wrong type
+// name, properties that are not an object); the function runner compiles
+// it fully.
+func checkSchema(d *decoder, s *object) {
+	if s == nil {
+		return
+	}
+	switch t := s.get("type").(type) {
+	case nil:
+	case string:
+		if !slices.Contains(jsonSchemaTypes, t) {
+			d.invalid(s.at("type"), "must be one of %s", strings.Join(jsonSchemaTypes, ", "))
+		}
+	case []any:
+		for i, e := range t {
+			if name, ok := e.(string); !ok || !slices.Contains(jsonSchemaTypes, name) {
+				d.invalid(index(s.at("type"), i), "must be one of %s", strings.Join(jsonSchemaTypes, ", "))
+			}
+		}
+	default:
+		d.invalid(s.at("type"), "expected a string or an array of strings")
+	}
+	if props := s.obj("properties", false); props != nil {
+		for name, p := range props.m {
+			checkSchema(d, d.asObject(p, join(props.path, name), true))
+		}
+	}
+	s.stringList("required")
+}
+
+func decodePipeline(d *decoder, o *object, refs map[string]map[string]bool) PipelineSpec {
+	p := PipelineSpec{Name: o.str("name", true), Steps: []Step{}}
+	o.maxLen("name", p.Name, 100)
+	p.Description = o.str("description", false)
+	steps := o.array("steps", true)
+	if o != nil && steps != nil && len(steps) == 0 {
+		d.invalid(o.at("steps"), "a pipeline needs at least one step")
+	}
+	ids := map[string]bool{}
+	for i, item := range steps {
+		path := index(o.at("steps"), i)
+		so := d.asObject(item, path, true)
+		s := Step{ID: so.str("id", true), Type: so.oneOf("type", "agent", "function"), Ref: so.str("ref", true), Input: so.rawJSON("input")}
+		if s.ID != "" && ids[s.ID] {
+			d.invalid(so.at("id"), "duplicate step id %q", s.ID)
+		}
+		ids[s.ID] = true
+		if s.Ref != "" && refs[s.Type] != nil && !refs[s.Type][s.Ref] {
+			d.invalid(so.at("ref"), "no %s named %q in this manifest", s.Type, s.Ref)
+		}
+		p.Steps = append(p.Steps, s)
+	}
+	return p
+}
+
+func decodeAuthenticator(d *decoder, o *object) Authenticator {
+	a := Authenticator{Name: o.str("name", true)}
+	o.maxLen("name", a.Name, 100)
+	a.AuthenticatorType = o.oneOf("authenticator_type", authTypes...)
+	if o.has("client_secret") {
+		d.invalid(o.at("client_secret"), "a manifest carries no secrets; set the client secret on the authenticator after import")
+	}
+	a.ClientID = o.str("client_id", false)
+	a.Scopes = o.stringList("scopes")
+	if o != nil && o.get("scopes") == nil {
+		d.missing(o.at("scopes"))
+	}
+	if o != nil && o.get("scopes") != nil && (len(a.Scopes) < 1 || len(a.Scopes) > 50) {
+		d.invalid(o.at("scopes"), "between 1 and 50 scopes")
+	}
+	for i, s := range a.Scopes {
+		if s == "" || strings.IndexFunc(s, unicode.IsSpace) >= 0 {
+			d.invalid(index(o.at("scopes"), i), "a scope is non-empty and has no whitespace")
+		}
+	}
+	custom := a.AuthenticatorType == "custom"
+	a.AuthorizeURL = o.httpURL("authorize_url", custom)
+	a.TokenURL = o.httpURL("token_url", custom)
+	a.RefreshURL = o.httpURL("refresh_url", false)
+	a.RevokeURL = o.httpURL("revoke_url", false)
+	a.RedirectURI = o.httpURL("redirect_uri", false)
+	if o.get("configuration") != nil {
+		o.obj("configuration", false)
+		a.Configuration = o.rawJSON("configuration")
+	}
+	return a
+}

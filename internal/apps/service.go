@@ -1,0 +1,172 @@
+// Package apps owns apps and what they are made of: manifests (parsing,
+// validation, import in one transaction, upgrade in place, export), the
+// marketplace and installs, and agents, the system agents every user sees
+// included. Other domains reach an app or agent only through OwnedApp and
+// VisibleAgent, which apply user isolation and the audited admin bypass.
+package apps
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/secret"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// The public errors of the domain.
+var (
+	ErrAppNotFound   = apperr.NotFoundf("App not found")
+	ErrAgentNotFound = apperr.NotFoundf("Agent not found")
+	ErrAppDisabled   = apperr.New(apperr.Conflict, "App is disabled")
+	ErrAgentDisabled = apperr.New(apperr.Conflict, "Agent is disabled")
+)
+
+// App and marketplace status values.
+const (
+	StatusActive      = "active"
+	StatusDisabled    = "disabled"
+	MarketPrivate     = "private"
+	MarketPublished   = "published"
+	resourceApp       = "app"
+	resourceAgent     = "agent"
+	actionRead        = "read"
+	actionManage      = "manage"
+	maxAppNameLength  = 200
+	maxAgentNameChars = 100
+)
+
+// Service is the apps domain over the store.
+type Service struct {
+	store   *store.Store
+	auth    *auth.Service
+	secrets *secret.Box
+	now     func() time.Time
+}
+
+// New returns the service; secrets seals webhook agents' secrets.
+func New(st *store.Store, a *auth.Service, secrets *secret.Box) *Service {
+	return &Service{store: st, auth: a, secrets: secrets, now: store.Now}
+}
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// OwnedApp returns the caller's app appID. Another user's app is
+// ErrAppNotFound, except for an admin stating X-Admin-Reason (audited); a
+// key bound to another app does not see it either.
+func (s *Service) OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error) {
+	return s.ownedApp(ctx, c, appID, actionRead)
+}
+
+func (s *Service) ownedApp(ctx context.Context, c *auth.Caller, appID, action string) (*store.App, error) {
+	if uuid.Validate(appID) != nil || (c.AppID != "" && c.AppID != appID) {
+		return nil, ErrAppNotFound
+	}
+	app, err := s.store.AppGet(ctx, appID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrAppNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.auth.Reach(ctx, c, auth.Resource{Type: resourceApp, ID: app.ID, OwnerID: app.UserID}, action, ErrAppNotFound); err != nil {
+		return nil, err
+	}
+	return app, nil
+}
+
+// Apps returns a page of the caller's apps, newest first (only the bound
+// app for a key bound to one).
+func (s *Service) Apps(ctx context.Context, c *auth.Caller, limit, offset int) ([]store.App, int, error) {
+	return s.store.AppListByUser(ctx, c.UserID, c.AppID, limit, offset)
+}
+
+// Marketplace returns a page of the published apps of every user.
+func (s *Service) Marketplace(ctx context.Context, limit, offset int) ([]store.App, int, error) {
+	return s.store.AppListPublished(ctx, limit, offset)
+}
+
+// AppPatch changes an app; nil fields stay.
+type AppPatch struct {
+	Name, Description, Status, MarketplaceStatus *string
+}
+
+// UpdateApp applies p to the caller's app.
+func (s *Service) UpdateApp(ctx context.Context, c *auth.Caller, appID string, p AppPatch) (*store.App, error) {
+	app, err := s.ownedApp(ctx, c, appID, actionManage)
+	if err != nil {
+		return nil, err
+	}
+	if p.Name != nil {
+		if err := checkAppName("name", *p.Name); err != nil {
+			return nil, err
+		}
+		app.Name = *p.Name
+	}
+	if p.Description != nil {
+		app.Description = *p.Description
+	}
+	if p.Status != nil {
+		if *p.Status != StatusActive && *p.Status != StatusDisabled {
+			return nil, apperr.Invalid("status", "Invalid value for field status: must be one of active, disabled")
+		}
+		app.Status = *p.Status
+	}
+	if p.MarketplaceStatus != nil {
+		if *p.MarketplaceStatus != MarketPrivate && *p.MarketplaceStatus != MarketPublished {
+			return nil, apperr.Invalid("marketplace_status", "Invalid value for field marketplace_status: must be one of private, published")
+		}
+		app.MarketplaceStatus = *p.MarketplaceStatus
+	}
+	app.UpdatedAt = s.now()
+	if err := s.store.AppUpdate(ctx, app); err != nil {
+		return nil, err
+	}
+	return app, nil
+}
+
+func checkAppName(field, name string) error {
+	d := &decoder{}
+	o := d.asObject(map[string]any{field: name}, "", true)
+	o.str(field, true)
+	o.maxLen(field, name, maxAppNameLength)
+	if d.err != nil {
+		return d.err
+	}
+	return nil
+}
+
+// DeleteApp deletes the caller's app and everything in it.
+func (s *Service) DeleteApp(ctx context.Context, c *auth.Caller, appID string) error {
+	app, err := s.ownedApp(ctx, c, appID, actionManage)
+	if err != nil {
+		return err
+	}
+	return s.store.AppDelete(ctx, app.ID)
+}
+
+// Models returns the data models of the caller's app.
+func (s *Service) Models(ctx context.Context, c *auth.Caller, appID string) ([]store.AppModel, error) {
+	app, err := s.OwnedApp(ctx, c, appID)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.AppModelListByApp(ctx, app.ID)
+}
+
+// manifestHeader is what apps.manifest keeps of an imported manifest
+// beyond the app's own columns.
+type manifestHeader struct {
+	MinPlatformVersion string `json:"minPlatformVersion,omitempty"`
+}
+
+func headerOf(app *store.App) manifestHeader {
+	var h manifestHeader
+	_ = json.Unmarshal(app.Manifest, &h) // written by us; a bad one just loses the field
+	return h
+}

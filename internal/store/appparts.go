@@ -1,0 +1,245 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// The parts of an app a manifest declares besides agents: data models,
+// functions, pipelines and OAuth authenticator definitions. Each is named
+// uniquely within its app (ErrConflict otherwise), which is how a manifest
+// upgrade matches old parts to new ones.
+
+// AppModel is a data model of an app; Fields is its field list as JSON.
+type AppModel struct {
+	ID        string
+	AppID     string
+	Slug      string
+	Name      string
+	Fields    json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+const appModelColumns = `id, app_id, slug, name, fields, created_at, updated_at`
+
+func scanAppModel(row interface{ Scan(...any) error }, m *AppModel) error {
+	var fields []byte
+	err := row.Scan(&m.ID, &m.AppID, &m.Slug, &m.Name, &fields, &m.CreatedAt, &m.UpdatedAt)
+	m.Fields = json.RawMessage(fields)
+	return err
+}
+
+// AppModelCreate inserts m.
+func (s *Store) AppModelCreate(ctx context.Context, m *AppModel) error {
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO app_models (`+appModelColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		m.ID, m.AppID, m.Slug, m.Name, jsonOr(m.Fields, "[]"), s.ts(m.CreatedAt), s.ts(m.UpdatedAt))
+	return mapErr(err)
+}
+
+// AppModelUpdate writes m's name and fields.
+func (s *Store) AppModelUpdate(ctx context.Context, m *AppModel) error {
+	return expectOne(s.writer().ExecContext(ctx, `UPDATE app_models SET name = $2, fields = $3, updated_at = $4 WHERE id = $1`,
+		m.ID, m.Name, jsonOr(m.Fields, "[]"), s.ts(m.UpdatedAt)))
+}
+
+// AppModelDelete deletes a model.
+func (s *Store) AppModelDelete(ctx context.Context, id string) error {
+	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM app_models WHERE id = $1`, id))
+}
+
+// AppModelListByApp returns an app's models in creation order.
+func (s *Store) AppModelListByApp(ctx context.Context, appID string) ([]AppModel, error) {
+	return queryAll(ctx, s.reader(), scanAppModel,
+		`SELECT `+appModelColumns+` FROM app_models WHERE app_id = $1 ORDER BY created_at, id`, appID)
+}
+
+// Function is JavaScript code of an app, run on demand with a JSON input
+// checked against InputSchema.
+type Function struct {
+	ID             string
+	AppID          string
+	UserID         string
+	Name           string
+	Description    string
+	Code           string
+	InputSchema    json.RawMessage
+	TimeoutSeconds int
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+const functionColumns = `id, app_id, user_id, name, description, code, input_schema, timeout_seconds, created_at, updated_at`
+
+func scanFunction(row interface{ Scan(...any) error }, f *Function) error {
+	var schema []byte
+	err := row.Scan(&f.ID, &f.AppID, &f.UserID, &f.Name, &f.Description, &f.Code, &schema, &f.TimeoutSeconds, &f.CreatedAt, &f.UpdatedAt)
+	f.InputSchema = json.RawMessage(schema)
+	return err
+}
+
+// FunctionCreate inserts f.
+func (s *Store) FunctionCreate(ctx context.Context, f *Function) error {
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO functions (`+functionColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		f.ID, f.AppID, f.UserID, f.Name, f.Description, f.Code, jsonOr(f.InputSchema, "{}"), f.TimeoutSeconds,
+		s.ts(f.CreatedAt), s.ts(f.UpdatedAt))
+	return mapErr(err)
+}
+
+// FunctionUpdate writes every mutable field of f.
+func (s *Store) FunctionUpdate(ctx context.Context, f *Function) error {
+	return expectOne(s.writer().ExecContext(ctx, `UPDATE functions SET name = $2, description = $3, code = $4,
+		input_schema = $5, timeout_seconds = $6, updated_at = $7 WHERE id = $1`,
+		f.ID, f.Name, f.Description, f.Code, jsonOr(f.InputSchema, "{}"), f.TimeoutSeconds, s.ts(f.UpdatedAt)))
+}
+
+// FunctionDelete deletes a function.
+func (s *Store) FunctionDelete(ctx context.Context, id string) error {
+	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM functions WHERE id = $1`, id))
+}
+
+// FunctionGet returns the function with id, whoever owns it.
+func (s *Store) FunctionGet(ctx context.Context, id string) (*Function, error) {
+	var f Function
+	err := scanFunction(s.reader().QueryRowContext(ctx, `SELECT `+functionColumns+` FROM functions WHERE id = $1`, id), &f)
+	return &f, mapErr(err)
+}
+
+// FunctionListByApp returns an app's functions in creation order.
+func (s *Store) FunctionListByApp(ctx context.Context, appID string) ([]Function, error) {
+	return queryAll(ctx, s.reader(), scanFunction,
+		`SELECT `+functionColumns+` FROM functions WHERE app_id = $1 ORDER BY created_at, id`, appID)
+}
+
+// Pipeline is a sequence of agent and function steps; Steps is their JSON.
+type Pipeline struct {
+	ID          string
+	AppID       string
+	UserID      string
+	Name        string
+	Description string
+	Steps       json.RawMessage
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+const pipelineColumns = `id, app_id, user_id, name, description, steps, created_at, updated_at`
+
+func scanPipeline(row interface{ Scan(...any) error }, p *Pipeline) error {
+	var steps []byte
+	err := row.Scan(&p.ID, &p.AppID, &p.UserID, &p.Name, &p.Description, &steps, &p.CreatedAt, &p.UpdatedAt)
+	p.Steps = json.RawMessage(steps)
+	return err
+}
+
+// PipelineCreate inserts p.
+func (s *Store) PipelineCreate(ctx context.Context, p *Pipeline) error {
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO pipelines (`+pipelineColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		p.ID, p.AppID, p.UserID, p.Name, p.Description, jsonOr(p.Steps, "[]"), s.ts(p.CreatedAt), s.ts(p.UpdatedAt))
+	return mapErr(err)
+}
+
+// PipelineUpdate writes every mutable field of p.
+func (s *Store) PipelineUpdate(ctx context.Context, p *Pipeline) error {
+	return expectOne(s.writer().ExecContext(ctx, `UPDATE pipelines SET name = $2, description = $3, steps = $4, updated_at = $5 WHERE id = $1`,
+		p.ID, p.Name, p.Description, jsonOr(p.Steps, "[]"), s.ts(p.UpdatedAt)))
+}
+
+// PipelineDelete deletes a pipeline.
+func (s *Store) PipelineDelete(ctx context.Context, id string) error {
+	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM pipelines WHERE id = $1`, id))
+}
+
+// PipelineGet returns the pipeline with id, whoever owns it.
+func (s *Store) PipelineGet(ctx context.Context, id string) (*Pipeline, error) {
+	var p Pipeline
+	err := scanPipeline(s.reader().QueryRowContext(ctx, `SELECT `+pipelineColumns+` FROM pipelines WHERE id = $1`, id), &p)
+	return &p, mapErr(err)
+}
+
+// PipelineListByApp returns an app's pipelines in creation order.
+func (s *Store) PipelineListByApp(ctx context.Context, appID string) ([]Pipeline, error) {
+	return queryAll(ctx, s.reader(), scanPipeline,
+		`SELECT `+pipelineColumns+` FROM pipelines WHERE app_id = $1 ORDER BY created_at, id`, appID)
+}
+
+// Authenticator is an OAuth 2.0 provider definition of an app. The client
+// secret arrives later from the user and is stored sealed.
+type Authenticator struct {
+	ID                string
+	AppID             string
+	Name              string
+	AuthenticatorType string
+	ClientID          string
+	ClientSecretEnc   string
+	Scopes            []string
+	AuthorizeURL      string
+	TokenURL          string
+	RefreshURL        string
+	RevokeURL         string
+	RedirectURI       string
+	Configuration     json.RawMessage
+	IsActive          bool
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+const authenticatorColumns = `id, app_id, name, authenticator_type, client_id, client_secret_enc, scopes, authorize_url,
+	token_url, refresh_url, revoke_url, redirect_uri, configuration, is_active, created_at, updated_at`
+
+func scanAuthenticator(row interface{ Scan(...any) error }, a *Authenticator) error {
+	var scopes, conf []byte
+	if err := row.Scan(&a.ID, &a.AppID, &a.Name, &a.AuthenticatorType, &a.ClientID, &a.ClientSecretEnc, &scopes,
+		&a.AuthorizeURL, &a.TokenURL, &a.RefreshURL, &a.RevokeURL, &a.RedirectURI, &conf, &a.IsActive,
+		&a.CreatedAt, &a.UpdatedAt); err != nil {
+		return err
+	}
+	a.Configuration = json.RawMessage(conf)
+	return json.Unmarshal(scopes, &a.Scopes)
+}
+
+// AuthenticatorCreate inserts a; a name the app already has is ErrConflict.
+func (s *Store) AuthenticatorCreate(ctx context.Context, a *Authenticator) error {
+	scopes, err := jsonText(orEmpty(a.Scopes))
+	if err != nil {
+		return err
+	}
+	_, err = s.writer().ExecContext(ctx, `INSERT INTO authenticators (`+authenticatorColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		a.ID, a.AppID, a.Name, a.AuthenticatorType, a.ClientID, a.ClientSecretEnc, scopes, a.AuthorizeURL, a.TokenURL,
+		a.RefreshURL, a.RevokeURL, a.RedirectURI, jsonOr(a.Configuration, "{}"), a.IsActive, s.ts(a.CreatedAt), s.ts(a.UpdatedAt))
+	return mapErr(err)
+}
+
+// AuthenticatorUpdate writes every mutable field of a.
+func (s *Store) AuthenticatorUpdate(ctx context.Context, a *Authenticator) error {
+	scopes, err := jsonText(orEmpty(a.Scopes))
+	if err != nil {
+		return err
+	}
+	return expectOne(s.writer().ExecContext(ctx, `UPDATE authenticators SET name = $2, authenticator_type = $3,
+		client_id = $4, client_secret_enc = $5, scopes = $6, authorize_url = $7, token_url = $8, refresh_url = $9,
+		revoke_url = $10, redirect_uri = $11, configuration = $12, is_active = $13, updated_at = $14 WHERE id = $1`,
+		a.ID, a.Name, a.AuthenticatorType, a.ClientID, a.ClientSecretEnc, scopes, a.AuthorizeURL, a.TokenURL,
+		a.RefreshURL, a.RevokeURL, a.RedirectURI, jsonOr(a.Configuration, "{}"), a.IsActive, s.ts(a.UpdatedAt)))
+}
+
+// AuthenticatorDelete deletes an authenticator.
+func (s *Store) AuthenticatorDelete(ctx context.Context, id string) error {
+	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM authenticators WHERE id = $1`, id))
+}
+
+// AuthenticatorGet returns the authenticator with id, whoever owns its app.
+func (s *Store) AuthenticatorGet(ctx context.Context, id string) (*Authenticator, error) {
+	var a Authenticator
+	err := scanAuthenticator(s.reader().QueryRowContext(ctx,
+		`SELECT `+authenticatorColumns+` FROM authenticators WHERE id = $1`, id), &a)
+	return &a, mapErr(err)
+}
+
+// AuthenticatorListByApp returns an app's authenticators in creation order.
+func (s *Store) AuthenticatorListByApp(ctx context.Context, appID string) ([]Authenticator, error) {
+	return queryAll(ctx, s.reader(), scanAuthenticator,
+		`SELECT `+authenticatorColumns+` FROM authenticators WHERE app_id = $1 ORDER BY created_at, id`, appID)
+}
