@@ -27,6 +27,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/version"
+	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
 func init() {
@@ -52,6 +53,8 @@ type Deps struct {
 	Events      *events.Bus
 	Metrics     *metrics.Metrics
 	Apps        *apps.Service
+
+	Webhooks *webhook.Service
 	// WebSocket tunes event sockets (ping interval, buffer); zero: defaults.
 	WebSocket events.WSOptions
 }

@@ -80,6 +80,12 @@ func (a *API) routes() {
 	register(a, op("worker-resume", http.MethodPost, "/api/v1/worker/resume", "Resume the activation queue (admin)", "worker"), auth.AdminOnly, a.resumeWorker)
 	register(a, op("worker-jobs", http.MethodGet, "/api/v1/worker/jobs", "Queue jobs (admin)", "worker"), auth.AdminOnly, a.workerJobs)
 
+	// Webhooks: the app's signing secret (managing the app: not app:access)
+	// and the delivery attempts of an activation.
+	register(a, op("get-webhook-secret", http.MethodGet, "/api/v1/apps/{app_id}/webhook-secret", "The app's webhook signing secret (made on first use)", "webhooks"), auth.User, a.getWebhookSecret)
+	register(a, op("rotate-webhook-secret", http.MethodPost, "/api/v1/apps/{app_id}/webhook-secret", "Replace the app's webhook signing secret", "webhooks"), auth.User, a.rotateWebhookSecret)
+	register(a, op("list-webhook-deliveries", http.MethodGet, "/api/v1/activations/{activation_id}/deliveries", "Webhook delivery attempts of an activation, oldest first", "webhooks"), auth.AppUse, a.listDeliveries)
+
 	// Events: a WebSocket, served by plain net/http and documented by hand;
 	// it authenticates itself (cookie, bearer or ?token=).
 	a.mux.HandleFunc("GET /api/v1/ws", a.eventsSocket)

@@ -26,6 +26,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
 // DrainTimeout bounds the graceful part of a shutdown.
@@ -59,6 +60,9 @@ type Server struct {
 	ln          net.Listener
 	http        *http.Server
 	close       sync.Once
+
+	// Webhooks delivers activation events to webhook URLs.
+	Webhooks *webhook.Service
 }
 
 // Close closes the database; Run calls it on the way out, tests that never
@@ -116,13 +120,15 @@ func (s *Server) build(ctx context.Context) error {
 	s.Queue.AddMaintenance(s.Auth)
 	s.Events = events.New(s.Store, s.Log)
 	s.Events.AddJobs(s.Queue)
+	s.Webhooks = webhook.New(s.Store, s.Secrets, s.Auth, s.Queue, s.Log, webhook.Options{})
 	s.Activations = activation.New(activation.Deps{
-		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events,
+		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks,
 		Agents: s.Apps, Resolve: interimResolve,
 	}, activation.Options{Concurrency: s.Config.Workers})
 	if s.opts.HTTP {
 		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth,
-			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps})
+			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps,
+			Webhooks: s.Webhooks})
 		if err != nil {
 			return err
 		}
