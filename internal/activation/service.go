@@ -26,6 +26,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -64,6 +65,8 @@ type Deps struct {
 	Resolve  ResolveFunc
 	Events   EventBus
 	Webhooks Webhooks
+	// Metrics may be nil.
+	Metrics *metrics.Metrics
 }
 
 // Options tune the worker side.

@@ -158,6 +158,13 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, output json.R
 	}
 	if done != nil {
 		s.Events.Publish(ctx, ev)
+		if s.Metrics != nil {
+			var run time.Duration
+			if done.DurationMS != nil {
+				run = time.Duration(*done.DurationMS) * time.Millisecond
+			}
+			s.Metrics.ActivationEnded(done.Status, run)
+		}
 	}
 	return nil
 }

@@ -81,6 +81,9 @@ func TestActivateAndPoll(t *testing.T) {
 		require.NotNil(t, done.JSON["duration_ms"])
 		require.Nil(t, done.JSON["error"])
 		require.Equal(t, f.appID, done.str("app_id"))
+		metrics := string(e.do("GET", "/metrics", nil).Body)
+		require.Contains(t, metrics, `agentplatform_activations_total{status="completed"} 1`)
+		require.Contains(t, metrics, "agentplatform_activation_duration_seconds_count 1")
 
 		// App-scoped form: the full record, queued, nulls where nothing happened yet.
 		r = e.do("POST", "/api/v1/apps/"+f.appID+"/agents/"+f.agentID+"/activate",

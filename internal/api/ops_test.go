@@ -105,6 +105,8 @@ func TestOperationsEndpoints(t *testing.T) {
 		require.Contains(t, string(m.Body), `agentplatform_http_requests_total{method="POST",route="POST /api/v1/auth/login",status="200"} 1`)
 		require.Contains(t, string(m.Body), "agentplatform_http_request_duration_seconds_bucket")
 		require.Contains(t, string(m.Body), "go_goroutines")
+		require.Contains(t, string(m.Body), `agentplatform_queue_depth{state="queued"}`)
+		require.Contains(t, string(m.Body), "agentplatform_activation_duration_seconds")
 	})
 }
 

@@ -15,9 +15,11 @@ import (
 
 // Metrics holds the registry and the collectors other packages feed.
 type Metrics struct {
-	Registry        *prometheus.Registry
-	requests        *prometheus.CounterVec
-	requestDuration *prometheus.HistogramVec
+	Registry           *prometheus.Registry
+	requests           *prometheus.CounterVec
+	requestDuration    *prometheus.HistogramVec
+	activations        *prometheus.CounterVec
+	activationDuration prometheus.Histogram
 }
 
 // New registers the collectors on a fresh registry.
@@ -34,7 +36,16 @@ func New() *Metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"route", "method"}),
 	}
-	m.Registry.MustRegister(m.requests, m.requestDuration,
+	m.activations = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentplatform_activations_total",
+		Help: "Activations that ended on this process, by final status.",
+	}, []string{"status"})
+	m.activationDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "agentplatform_activation_duration_seconds",
+		Help:    "Run time of activations, from start to end.",
+		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+	})
+	m.Registry.MustRegister(m.requests, m.requestDuration, m.activations, m.activationDuration,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -47,6 +58,34 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 	}
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
 	m.requestDuration.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+// ActivationEnded records an activation's end on this process.
+func (m *Metrics) ActivationEnded(status string, run time.Duration) {
+	m.activations.WithLabelValues(status).Inc()
+	if run > 0 {
+		m.activationDuration.Observe(run.Seconds())
+	}
+}
+
+// QueueDepth exposes the number of activations by state, read at scrape
+// time by depth.
+func (m *Metrics) QueueDepth(depth func() (queued, running int, err error)) {
+	read := func(pick func(q, r int) int) func() float64 {
+		return func() float64 {
+			q, r, err := depth()
+			if err != nil {
+				return -1
+			}
+			return float64(pick(q, r))
+		}
+	}
+	m.Registry.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentplatform_queue_depth", Help: "Activations queued (all users).",
+			ConstLabels: prometheus.Labels{"state": "queued"}}, read(func(q, _ int) int { return q })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentplatform_queue_depth", Help: "Activations queued (all users).",
+			ConstLabels: prometheus.Labels{"state": "running"}}, read(func(_, r int) int { return r })),
+	)
 }
 
 // Handler serves the registry in the Prometheus text format.

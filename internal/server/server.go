@@ -122,9 +122,10 @@ func (s *Server) build(ctx context.Context) error {
 	s.Events.AddJobs(s.Queue)
 	s.Webhooks = webhook.New(s.Store, s.Secrets, s.Auth, s.Queue, s.Log, webhook.Options{})
 	s.Activations = activation.New(activation.Deps{
-		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks,
+		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks, Metrics: s.Metrics,
 		Agents: s.Apps, Resolve: interimResolve,
 	}, activation.Options{Concurrency: s.Config.Workers})
+	s.Metrics.QueueDepth(func() (int, int, error) { return s.Store.ActivationDepth(context.Background()) })
 	if s.opts.HTTP {
 		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth,
 			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps,
