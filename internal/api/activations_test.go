@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,9 +82,12 @@ func TestActivateAndPoll(t *testing.T) {
 		require.NotNil(t, done.JSON["duration_ms"])
 		require.Nil(t, done.JSON["error"])
 		require.Equal(t, f.appID, done.str("app_id"))
-		metrics := string(e.do("GET", "/metrics", nil).Body)
-		require.Contains(t, metrics, `agentplatform_activations_total{status="completed"} 1`)
-		require.Contains(t, metrics, "agentplatform_activation_duration_seconds_count 1")
+		// The counter moves just after the commit that made it visible.
+		require.Eventually(t, func() bool {
+			metrics := string(e.do("GET", "/metrics", nil).Body)
+			return strings.Contains(metrics, `agentplatform_activations_total{status="completed"} 1`) &&
+				strings.Contains(metrics, "agentplatform_activation_duration_seconds_count 1")
+		}, 10*time.Second, 10*time.Millisecond)
 
 		// App-scoped form: the full record, queued, nulls where nothing happened yet.
 		r = e.do("POST", "/api/v1/apps/"+f.appID+"/agents/"+f.agentID+"/activate",
