@@ -35,6 +35,7 @@ Commands:
   worker     run only the activation worker
   migrate    apply database migrations and exit
   user       user create --email E --password-stdin [--admin]
+  events     print the caller's live events (WebSocket): events --token T [--since N] [--until TYPE]
   version    print the version
 
 Configuration comes from AP_* environment variables (see README); flags of
@@ -76,6 +77,8 @@ func run(ctx context.Context, args []string, env Env) error {
 			return errUsage
 		}
 		return userCreate(ctx, rest[1:], env)
+	case "events":
+		return eventsCmd(ctx, rest, env)
 	case "version", "--version", "-v":
 		fmt.Fprintf(env.Stdout, "agentplatform %s (api %s)\n", version.Version, version.APIVersion)
 		return nil
