@@ -65,7 +65,12 @@ type Error struct {
 	Status    int // HTTP status, 0 when there was no answer
 	Message   string
 	Transient bool
+	// Err is the underlying cause (for logs and errors.Is, e.g.
+	// context.Canceled when the caller gave up); never shown to clients.
+	Err error
 }
+
+func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
 	if e.Status != 0 {

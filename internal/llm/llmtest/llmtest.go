@@ -243,29 +243,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if rec.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
-		s.flavor.writeStream(w, rec, Chunks(reply))
+		s.flavor.writeStream(w, rec, llm.Fragments(reply))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	s.flavor.writeJSON(w, rec, reply)
-}
-
-// Chunks splits text the way the fake servers stream it: one fragment per
-// word, each keeping the spaces that follow it, so the fragments concatenate
-// back to text.
-func Chunks(text string) []string {
-	var out []string
-	start := 0
-	for i := 1; i < len(text); i++ {
-		if text[i-1] == ' ' && text[i] != ' ' {
-			out = append(out, text[start:i])
-			start = i
-		}
-	}
-	if start < len(text) {
-		out = append(out, text[start:])
-	}
-	return out
 }
 
 // Words counts the words of the texts; the fake servers report it as tokens.

@@ -241,10 +241,3 @@ func TestUnreleasedBlockDoesNotHangCleanup(t *testing.T) {
 	}()
 	s.WaitCalls(t, 1)
 }
-
-func TestChunks(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, []string{"a ", "b  ", "c"}, llmtest.Chunks("a b  c"))
-	require.Equal(t, []string{"solo"}, llmtest.Chunks("solo"))
-	require.Empty(t, llmtest.Chunks(""))
-}

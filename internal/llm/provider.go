@@ -1,0 +1,40 @@
+package llm
+
+import (
+	"fmt"
+	"net/http"
+)
+
+// The provider types.
+const (
+	TypeEcho             = "echo"
+	TypeOpenAI           = "openai"
+	TypeOpenAICompatible = "openai_compatible"
+	TypeAnthropic        = "anthropic"
+)
+
+// Types lists every provider type.
+var Types = []string{TypeOpenAI, TypeAnthropic, TypeOpenAICompatible, TypeEcho}
+
+// Config is what a client is built from.
+type Config struct {
+	ID      string // the provider id: reported in Response.Provider and Error.Provider
+	Type    string // one of Types
+	BaseURL string // "" for the type's public API
+	APIKey  string
+	// HTTPClient overrides the shared client (tests); it must not retry.
+	HTTPClient *http.Client
+}
+
+// New builds the client of a provider.
+func New(cfg Config) (Client, error) {
+	switch cfg.Type {
+	case TypeEcho:
+		return Echo(cfg.ID), nil
+	case TypeOpenAI, TypeOpenAICompatible:
+		return newOpenAI(cfg), nil
+	case TypeAnthropic:
+		return newAnthropic(cfg), nil
+	}
+	return nil, fmt.Errorf("llm: unknown provider type %q", cfg.Type)
+}
