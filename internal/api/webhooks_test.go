@@ -2,14 +2,20 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
+	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
 func TestWebhookSecretAndDeliveries(t *testing.T) {
@@ -51,5 +57,77 @@ func TestWebhookSecretAndDeliveries(t *testing.T) {
 		e.do("GET", "/api/v1/activations/"+uuid.NewString()+"/deliveries", nil, bearer(bob)).expectError(t, 404, "NotFoundError", "Activation not found")
 		e.do("GET", "/api/v1/activations/x/deliveries", nil, bearer(bob)).expectError(t, 404, "NotFoundError", "Activation not found")
 		e.do("GET", "/api/v1/activations/"+uuid.NewString()+"/deliveries?limit=0", nil, bearer(bob)).expectError(t, 400, "ValidationError", "limit")
+	})
+}
+
+// TestActivationEventsReachSocketAndWebhook is the whole path: an
+// activation run by the real worker announces itself on the WebSocket, and
+// its final event is POSTed, signed, to metadata.webhook_url and recorded.
+func TestActivationEventsReachSocketAndWebhook(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		token := e.signup("u@example.com")
+		f := e.llmAgent(token, nil, 0)
+		hooks := make(chan *http.Request, 4)
+		bodies := make(chan []byte, 4)
+		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			hooks <- r
+			bodies <- body
+		}))
+		t.Cleanup(rcv.Close)
+		ws, _ := e.socket("app_id="+f.appID, http.Header{"Authorization": {"Bearer " + token}})
+
+		id := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{
+			"input_data": map[string]any{"prompt": "hi"}, "metadata": map[string]any{"webhook_url": rcv.URL + "/done"},
+		}, bearer(token)).expect(t, 201).str("activation_id")
+
+		var types []string
+		var last float64
+		for len(types) == 0 || types[len(types)-1] != "activation_completed" {
+			ev := readEvent(t, ws)
+			require.Equal(t, id, ev["activation_id"])
+			require.Greater(t, ev["seq"], last, "seq increases")
+			last = ev["seq"].(float64)
+			types = append(types, ev["type"].(string))
+			if ev["type"] == "activation_completed" {
+				require.Equal(t, "echo: hi", ev["output_data"].(map[string]any)["response"])
+				require.Equal(t, f.appID, ev["context"].(map[string]any)["app_id"])
+			}
+		}
+		require.Equal(t, []string{"activation_created", "activation_started", "activation_completed"}, types)
+
+		var hook *http.Request
+		select {
+		case hook = <-hooks:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the webhook never came")
+		}
+		body := <-bodies
+		secret := e.do("GET", "/api/v1/apps/"+f.appID+"/webhook-secret", nil, bearer(token)).expect(t, 200).str("secret")
+		require.NoError(t, webhook.Verify(secret, hook.Header, body, time.Minute))
+		require.Equal(t, "/done", hook.URL.Path)
+		var ev map[string]any
+		require.NoError(t, json.Unmarshal(body, &ev))
+		require.Equal(t, "activation_completed", ev["type"])
+		require.Equal(t, id, ev["activation_id"])
+
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r := e.do("GET", "/api/v1/activations/"+id+"/deliveries", nil, bearer(token)).expect(t, 200)
+			if r.JSON["total_count"] == float64(1) {
+				dl := r.JSON["deliveries"].([]any)[0].(map[string]any)
+				require.Equal(t, float64(200), dl["status_code"])
+				require.Equal(t, float64(1), dl["attempt"])
+				require.Equal(t, hook.Header.Get("webhook-id"), dl["webhook_id"])
+				require.Equal(t, false, r.JSON["has_more"])
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "delivery not recorded: %s", r.Body)
+			time.Sleep(10 * time.Millisecond) //nolint:forbidigo // polling with a deadline
+		}
+		other := e.signup("other@example.com")
+		e.do("GET", "/api/v1/activations/"+id+"/deliveries", nil, bearer(other)).expectError(t, 404, "NotFoundError", "Activation not found")
 	})
 }
