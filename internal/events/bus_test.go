@@ -2,6 +2,7 @@ package events_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -255,26 +256,82 @@ func TestStopClosesSubscriptions(t *testing.T) {
 	require.False(t, ok, "a stopped bus hands out closed subscriptions")
 }
 
+// twoNodes returns two started buses on separate pools of one PostgreSQL
+// schema, as two processes would have, and that schema's URL.
+func twoNodes(t *testing.T) (string, *store.Store, *store.Store, *events.Bus, *events.Bus) {
+	t.Helper()
+	ctx := context.Background()
+	url := testdb.URL(t, store.Postgres)
+	open := func() (*store.Store, *events.Bus) {
+		s, err := store.Open(ctx, url)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		require.NoError(t, s.Migrate(ctx, testdb.Logger()))
+		b := events.New(s, testdb.Logger())
+		require.NoError(t, b.Start(ctx))
+		t.Cleanup(b.Stop)
+		return s, b
+	}
+	s1, b1 := open()
+	s2, b2 := open()
+	return url, s1, s2, b1, b2
+}
+
+// TestListenerReconnects kills the LISTEN connection: the subscribers of
+// that node are closed as dropped (they may have missed events), and the
+// node listens again by itself.
+func TestListenerReconnects(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url, s1, s2, b1, b2 := twoNodes(t)
+	user := newUser(t, s1)
+	sub := b1.Subscribe(user, events.Filter{}, 16)
+
+	channel, err := s1.EventChannel(ctx)
+	require.NoError(t, err)
+	admin, err := sql.Open("pgx", url)
+	require.NoError(t, err)
+	t.Cleanup(func() { admin.Close() })
+	var killed int
+	require.NoError(t, admin.QueryRowContext(ctx, `SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query = 'LISTEN "' || $1 || '"' AND pid <> pg_backend_pid()`, channel).Scan(&killed))
+	require.Equal(t, 2, killed, "both nodes' listeners")
+
+	select {
+	case _, ok := <-sub.C:
+		require.False(t, ok)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the subscriber was not told about the gap")
+	}
+	require.True(t, sub.Dropped())
+
+	// Once listening again, node 1 hears node 2. Until then a publish may
+	// be lost, so publish until one arrives.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		again := b1.Subscribe(user, events.Filter{}, 16)
+		ev := appendCommit(t, b2, s2, event(user, events.ActivationCompleted, "", ""))
+		select {
+		case got, ok := <-again.C:
+			if ok {
+				require.Equal(t, ev.Seq, got.Seq)
+				again.Close()
+				return
+			}
+		case <-time.After(200 * time.Millisecond):
+		}
+		again.Close()
+		require.True(t, time.Now().Before(deadline), "node 1 never listened again")
+	}
+}
+
 // TestCrossNode runs two buses on separate connection pools of one
 // PostgreSQL schema, as two nodes would: what one publishes, the other's
 // subscribers get, once; large events travel by reference.
 func TestCrossNode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	url := testdb.URL(t, store.Postgres)
-	open := func() *store.Store {
-		s, err := store.Open(ctx, url)
-		require.NoError(t, err)
-		t.Cleanup(func() { s.Close() })
-		require.NoError(t, s.Migrate(ctx, testdb.Logger()))
-		return s
-	}
-	s1, s2 := open(), open()
-	b1, b2 := events.New(s1, testdb.Logger()), events.New(s2, testdb.Logger())
-	require.NoError(t, b1.Start(ctx))
-	t.Cleanup(b1.Stop)
-	require.NoError(t, b2.Start(ctx))
-	t.Cleanup(b2.Stop)
+	_, s1, s2, b1, b2 := twoNodes(t)
 	user := newUser(t, s1)
 
 	on1 := b1.Subscribe(user, events.Filter{Deltas: true}, 16)
@@ -309,7 +366,7 @@ func TestCrossNode(t *testing.T) {
 	requireNone(t, on1)
 }
 
-// TestCleanupJob runs the periodic retention job on the real queue.
+// TestCleanupJob runs the retention job on the real queue.
 func TestCleanupJob(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
@@ -325,6 +382,9 @@ func TestCleanupJob(t *testing.T) {
 		b.AddJobs(q)
 		require.NoError(t, q.Start(ctx))
 		t.Cleanup(func() { require.NoError(t, q.Stop(context.Background())) })
+		// The periodic schedule's first run is an hour away: insert one now.
+		_, err := q.Client().Insert(ctx, events.CleanupArgs{}, nil)
+		require.NoError(t, err)
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			rows, err := s.EventListAfter(ctx, user, 0, 10)

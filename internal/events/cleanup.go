@@ -26,10 +26,11 @@ func (w *cleanupWorker) Work(ctx context.Context, _ *river.Job[CleanupArgs]) err
 }
 
 // AddJobs registers the retention cleanup: hourly, so events live between
-// Retention and Retention plus an hour.
+// Retention and Retention plus an hour. Not at start: nothing is due then
+// that cannot wait an hour, and startup is when the writer is busiest.
 func (b *Bus) AddJobs(q *queue.Queue) {
 	queue.AddWorker(q, &cleanupWorker{bus: b})
 	q.AddPeriodic(river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 		func() (river.JobArgs, *river.InsertOpts) { return CleanupArgs{}, nil },
-		&river.PeriodicJobOpts{RunOnStart: true, ID: "event_cleanup"}))
+		&river.PeriodicJobOpts{ID: "event_cleanup"}))
 }
