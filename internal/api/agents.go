@@ -142,6 +142,21 @@ func (a *API) createAgent(ctx context.Context, in *createAgentInput) (*agentOutp
 	return &agentOutput{agentDetailOut(ag)}, nil
 }
 
+// AgentPatch documents PATCH .../agents/{agent_id}: any subset of the
+// agent's fields; agent_config keys are merged into the current config and
+// the result is validated as a whole.
+type AgentPatch struct {
+	Name           *string        `json:"name,omitempty"`
+	Description    *string        `json:"description,omitempty"`
+	AgentTypeID    *string        `json:"agent_type_id,omitempty" enum:"llm,custom"`
+	Version        *string        `json:"version,omitempty"`
+	Capabilities   []string       `json:"capabilities,omitempty"`
+	TimeoutSeconds *int           `json:"timeout_seconds,omitempty" minimum:"1" maximum:"3600"`
+	WebhookURL     *string        `json:"webhook_url,omitempty"`
+	AgentConfig    map[string]any `json:"agent_config,omitempty" doc:"Keys to change in the current config"`
+	Status         *string        `json:"status,omitempty" enum:"active,disabled"`
+}
+
 type updateAgentInput struct {
 	AppID   string `path:"app_id" doc:"App id"`
 	AgentID string `path:"agent_id" doc:"Agent id"`

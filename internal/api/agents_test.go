@@ -108,6 +108,12 @@ func TestAgentLists(t *testing.T) {
 		r = e.do("GET", "/api/v1/apps", nil, bearer(bound)).expect(t, 200)
 		require.Equal(t, []string{"Tiny"}, names(list(r, "apps")))
 		e.do("GET", "/api/v1/apps/"+deskID+"/agents", nil, bearer(bound)).expect(t, 403)
+		// A bound write key manages its app, and creates no other.
+		boundWrite, _ := e.key(owner, map[string]any{"name": "bw", "scopes": []string{"write:all"}, "app_id": tinyID})
+		e.do("POST", "/api/v1/apps", map[string]any{"name": "New", "slug": "new"}, bearer(boundWrite)).expect(t, 403)
+		e.importManifest(boundWrite, map[string]any{"name": "Desk", "slug": "support-desk", "version": "9.0.0"}).expect(t, 403)
+		e.do("POST", "/api/v1/apps/"+tinyID+"/agents", map[string]any{"name": "b2", "agent_type_id": "llm",
+			"agent_config": map[string]any{"model": "echo"}}, bearer(boundWrite)).expect(t, 201)
 	})
 }
 

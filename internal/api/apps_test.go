@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -354,4 +355,64 @@ func TestOpenAPIDocumentsAppsAndAgents(t *testing.T) {
 	require.Contains(t, imp, "application/yaml")
 	require.Contains(t, imp, "Manifest")
 	require.Contains(t, string(doc.Paths["/api/v1/apps/{app_id}/agents"]["post"]), "AgentSpec")
+}
+
+// TestExampleAppEndToEnd is the README's path: import the example, find
+// triage among the agents, activate it, read the answer.
+func TestExampleAppEndToEnd(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		session := e.signup("ada@example.com")
+		key := e.keyWith(session, "read:all", "write:all")
+		appID := e.importManifest(key, exampleManifest(t)).expect(t, 201).str("app_id")
+		r := e.do("GET", "/api/v1/agents?search=triage", nil, bearer(key)).expect(t, 200)
+		found := list(r, "agents")
+		require.Len(t, found, 1)
+		triage := found[0]["agent_id"].(string)
+
+		use := e.keyWith(session, "app:access")
+		r = e.do("POST", "/api/v1/agents/"+triage+"/activate", map[string]any{"input_data": map[string]any{"prompt": "My invoice is wrong"}}, bearer(use)).expect(t, 201)
+		done := e.await(use, r.str("activation_id"))
+		require.Equal(t, "completed", done.str("status"), "body: %s", done.Body)
+		require.Equal(t, "echo: My invoice is wrong", done.JSON["output_data"].(map[string]any)["response"])
+
+		// The system assistant works for anyone.
+		r = e.do("POST", "/api/v1/agents/00000000-0000-7000-8000-000000000001/activate", map[string]any{"input_data": map[string]any{"prompt": "hi"}}, bearer(use)).expect(t, 201)
+		require.Equal(t, "completed", e.await(use, r.str("activation_id")).str("status"))
+
+		// A disabled app's agents refuse activation.
+		e.do("PATCH", "/api/v1/apps/"+appID, map[string]any{"status": "disabled"}, bearer(key)).expect(t, 200)
+		e.do("POST", "/api/v1/agents/"+triage+"/activate", map[string]any{"input_data": map[string]any{"prompt": "x"}}, bearer(use)).expectError(t, 409, "ConflictError", "App is disabled")
+	})
+}
+
+// TestConcurrentImportsOfOneSlug: racing imports create one app; the others
+// are told the slug is taken (or already at that version).
+func TestConcurrentImportsOfOneSlug(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		owner := e.signup("owner@example.com")
+		m := exampleManifest(t)
+		const n = 6
+		statuses := make(chan int, n)
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses <- e.importManifest(owner, m).Status
+			}()
+		}
+		wg.Wait()
+		close(statuses)
+		count := map[int]int{}
+		for s := range statuses {
+			count[s]++
+		}
+		require.Equal(t, map[int]int{201: 1, 409: n - 1}, count)
+		r := e.do("GET", "/api/v1/agents", nil, bearer(owner)).expect(t, 200)
+		require.Equal(t, 3.0, r.JSON["total_count"], "one app's agents and the assistant")
+	})
 }

@@ -59,7 +59,7 @@ func (a *API) routes() {
 	documentRawBody[apps.AgentSpec](a, http.MethodPost, "/api/v1/apps/{app_id}/agents", "application/json")
 	register(a, op("get-app-agent", http.MethodGet, "/api/v1/apps/{app_id}/agents/{agent_id}", "One agent of an app", "agents"), auth.AppUse, a.getAppAgent)
 	register(a, domainDecoded(op("update-app-agent", http.MethodPatch, "/api/v1/apps/{app_id}/agents/{agent_id}", "Change an agent: any subset of its fields, and status", "agents")), auth.User, a.updateAgent)
-	documentRawBody[apps.AgentSpec](a, http.MethodPatch, "/api/v1/apps/{app_id}/agents/{agent_id}", "application/json")
+	documentRawBody[AgentPatch](a, http.MethodPatch, "/api/v1/apps/{app_id}/agents/{agent_id}", "application/json")
 	register(a, noContent(op("delete-app-agent", http.MethodDelete, "/api/v1/apps/{app_id}/agents/{agent_id}", "Delete an agent and its activations", "agents")), auth.User, a.deleteAgent)
 
 	// Activations: using an app's agents is open to app:access keys.

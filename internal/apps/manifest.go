@@ -22,19 +22,19 @@ type Manifest struct {
 	Name               string          `json:"name" doc:"Display name"`
 	Slug               string          `json:"slug" doc:"Unique per user: ^[a-z0-9][a-z0-9-]{0,62}$"`
 	Version            string          `json:"version" doc:"Semantic version; re-importing a higher one upgrades the app"`
-	Description        string          `json:"description"`
+	Description        string          `json:"description" required:"false"`
 	MinPlatformVersion string          `json:"minPlatformVersion,omitempty" doc:"Lowest platform version the app runs on"`
-	Models             []Model         `json:"models"`
-	Agents             []AgentSpec     `json:"agents"`
-	Functions          []FunctionSpec  `json:"functions"`
-	Pipelines          []PipelineSpec  `json:"pipelines"`
-	Authenticators     []Authenticator `json:"authenticators"`
+	Models             []Model         `json:"models" required:"false"`
+	Agents             []AgentSpec     `json:"agents" required:"false"`
+	Functions          []FunctionSpec  `json:"functions" required:"false"`
+	Pipelines          []PipelineSpec  `json:"pipelines" required:"false"`
+	Authenticators     []Authenticator `json:"authenticators" required:"false"`
 }
 
 // Model is a data model of the app.
 type Model struct {
 	Slug   string  `json:"slug"`
-	Name   string  `json:"name"`
+	Name   string  `json:"name" required:"false"`
 	Fields []Field `json:"fields"`
 }
 
@@ -42,18 +42,18 @@ type Model struct {
 type Field struct {
 	Name     string   `json:"name"`
 	Type     string   `json:"type" enum:"string,text,integer,number,boolean,datetime,json,enum"`
-	Required bool     `json:"required"`
+	Required bool     `json:"required" required:"false"`
 	Values   []string `json:"values,omitempty" doc:"The allowed values of an enum"`
 }
 
 // AgentSpec is an agent as a manifest (and the agent API) writes it.
 type AgentSpec struct {
 	Name           string      `json:"name"`
-	Description    string      `json:"description"`
+	Description    string      `json:"description" required:"false"`
 	AgentTypeID    string      `json:"agent_type_id" enum:"llm,custom"`
-	Version        string      `json:"version"`
-	Capabilities   []string    `json:"capabilities"`
-	TimeoutSeconds int         `json:"timeout_seconds" doc:"1 to 3600, default 300"`
+	Version        string      `json:"version" required:"false"`
+	Capabilities   []string    `json:"capabilities" required:"false"`
+	TimeoutSeconds int         `json:"timeout_seconds" required:"false" doc:"1 to 3600, default 300"`
 	WebhookURL     string      `json:"webhook_url,omitempty" doc:"Where each finished activation is POSTed"`
 	AgentConfig    AgentConfig `json:"agent_config"`
 }
@@ -77,16 +77,16 @@ type AgentConfig struct {
 // FunctionSpec is a function of the app.
 type FunctionSpec struct {
 	Name           string          `json:"name"`
-	Description    string          `json:"description"`
+	Description    string          `json:"description" required:"false"`
 	Code           string          `json:"code"`
-	InputSchema    json.RawMessage `json:"input_schema" doc:"A JSON Schema object the input must match"`
-	TimeoutSeconds int             `json:"timeout_seconds" doc:"1 to 3600, default 30"`
+	InputSchema    json.RawMessage `json:"input_schema" required:"false" doc:"A JSON Schema object the input must match"`
+	TimeoutSeconds int             `json:"timeout_seconds" required:"false" doc:"1 to 3600, default 30"`
 }
 
 // PipelineSpec is a pipeline of the app.
 type PipelineSpec struct {
 	Name        string `json:"name"`
-	Description string `json:"description"`
+	Description string `json:"description" required:"false"`
 	Steps       []Step `json:"steps"`
 }
 
@@ -283,7 +283,7 @@ func decodeManifest(d *decoder, o *object) *Manifest {
 // description, minPlatformVersion.
 func decodeHeader(d *decoder, o *object, m *Manifest) {
 	m.Name = o.str("name", true)
-	o.maxLen("name", m.Name, 200)
+	o.maxLen("name", m.Name, maxAppNameLength)
 	m.Slug = o.str("slug", true)
 	if m.Slug != "" && !slugPattern.MatchString(m.Slug) {
 		d.invalid(o.at("slug"), "must match ^[a-z0-9][a-z0-9-]{0,62}$")
@@ -298,7 +298,8 @@ func decodeHeader(d *decoder, o *object, m *Manifest) {
 		switch {
 		case !validSemver(mpv):
 			d.invalid(o.at("minPlatformVersion"), "must be a semantic version such as 1.2.3")
-		case compareSemver(mpv, version.Version) > 0:
+		case validSemver(version.Version) && compareSemver(mpv, version.Version) > 0:
+			// (A development build with a non-semver version runs anything.)
 			d.invalid(o.at("minPlatformVersion"), "the app needs platform version %s or later; this platform is %s", mpv, version.Version)
 		}
 	}
@@ -348,7 +349,7 @@ func decodeModel(d *decoder, o *object) Model {
 // decodeAgent validates an agent: a manifest's or an agent API body.
 func decodeAgent(d *decoder, o *object) AgentSpec {
 	a := AgentSpec{Name: o.str("name", true)}
-	o.maxLen("name", a.Name, 100)
+	o.maxLen("name", a.Name, maxAgentNameChars)
 	a.Description = o.str("description", false)
 	a.AgentTypeID = o.oneOf("agent_type_id", "llm", "custom")
 	a.Version = o.str("version", false)
