@@ -259,6 +259,19 @@ func TestManifestRoundTrip(t *testing.T) {
 		require.NotContains(t, string(first.Body), "whsec_topsecret")
 		require.Equal(t, "0.1.0", first.str("minPlatformVersion"))
 
+		// Upgrading from the export (which has no secret) keeps the sealed one.
+		var bumped map[string]any
+		require.NoError(t, json.Unmarshal(first.Body, &bumped))
+		bumped["version"] = "1.0.1"
+		e.importManifest(owner, bumped).expect(t, 200)
+		agents, err := e.srv.Store.AgentListByApp(context.Background(), appID)
+		require.NoError(t, err)
+		require.Equal(t, "hook", agents[2].Name)
+		secret, err := e.srv.Secrets.Open(agents[2].SecretEnc)
+		require.NoError(t, err)
+		require.Equal(t, "whsec_topsecret", secret)
+		first = e.do("GET", "/api/v1/apps/"+appID+"/manifest", nil, bearer(owner)).expect(t, 200)
+
 		e.do("DELETE", "/api/v1/apps/"+appID, nil, bearer(owner)).expect(t, 204)
 		again := e.do("POST", "/api/v1/apps/import-manifest", first.Body, bearer(owner)).expect(t, 201)
 		second := e.do("GET", "/api/v1/apps/"+again.str("app_id")+"/manifest", nil, bearer(owner)).expect(t, 200)
@@ -384,6 +397,12 @@ func TestExampleAppEndToEnd(t *testing.T) {
 		// A disabled app's agents refuse activation.
 		e.do("PATCH", "/api/v1/apps/"+appID, map[string]any{"status": "disabled"}, bearer(key)).expect(t, 200)
 		e.do("POST", "/api/v1/agents/"+triage+"/activate", map[string]any{"input_data": map[string]any{"prompt": "x"}}, bearer(use)).expectError(t, 409, "ConflictError", "App is disabled")
+
+		// Deleting the app takes its activations with it.
+		e.do("DELETE", "/api/v1/apps/"+appID, nil, bearer(key)).expect(t, 204)
+		e.do("GET", "/api/v1/activations/"+r.str("activation_id"), nil, bearer(use)).expect(t, 200) // the assistant's stays
+		e.do("GET", "/api/v1/agents/"+triage, nil, bearer(key)).expect(t, 404)
+		e.do("GET", "/api/v1/activations/"+done.str("activation_id"), nil, bearer(use)).expect(t, 404)
 	})
 }
 
