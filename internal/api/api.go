@@ -22,6 +22,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/ratelimit"
 	"github.com/agentplatform/agentplatform/internal/secret"
@@ -53,6 +54,7 @@ type Deps struct {
 	Events      *events.Bus
 	Metrics     *metrics.Metrics
 	Apps        *apps.Service
+	LLM         *llm.Service
 
 	Webhooks *webhook.Service
 	// WebSocket tunes event sockets (ping interval, buffer); zero: defaults.

@@ -86,6 +86,16 @@ func (a *API) routes() {
 	register(a, op("rotate-webhook-secret", http.MethodPost, "/api/v1/apps/{app_id}/webhook-secret", "Replace the app's webhook signing secret", "webhooks"), auth.User, a.rotateWebhookSecret)
 	register(a, op("list-webhook-deliveries", http.MethodGet, "/api/v1/activations/{activation_id}/deliveries", "Webhook delivery attempts of an activation, oldest first", "webhooks"), auth.AppUse, a.listDeliveries)
 
+	// LLM providers: the system ones and the caller's own; what an app may
+	// use is readable with app:access.
+	register(a, op("list-llm-providers", http.MethodGet, "/api/v1/llm-providers", "System providers first, then yours", "llm-providers"), auth.User, a.listLLMProviders)
+	register(a, created(op("create-llm-provider", http.MethodPost, "/api/v1/llm-providers", "Add an LLM provider (its api_key is stored encrypted)", "llm-providers")), auth.User, a.createLLMProvider)
+	register(a, op("get-llm-provider", http.MethodGet, "/api/v1/llm-providers/{id}", "One LLM provider", "llm-providers"), auth.User, a.getLLMProvider)
+	register(a, op("update-llm-provider", http.MethodPatch, "/api/v1/llm-providers/{id}", "Change an LLM provider (not a system one)", "llm-providers"), auth.User, a.updateLLMProvider)
+	register(a, noContent(op("delete-llm-provider", http.MethodDelete, "/api/v1/llm-providers/{id}", "Delete an LLM provider (not a system one)", "llm-providers")), auth.User, a.deleteLLMProvider)
+	register(a, op("test-llm-provider", http.MethodPost, "/api/v1/llm-providers/{id}/test", "Make a tiny completion with the provider's default model", "llm-providers"), auth.User, a.testLLMProvider)
+	register(a, op("list-app-model-providers", http.MethodGet, "/api/v1/apps/{app_id}/model-providers", "LLM providers the app's agents may use", "llm-providers"), auth.AppUse, a.appModelProviders)
+
 	// Events: a WebSocket, served by plain net/http and documented by hand;
 	// it authenticates itself (cookie, bearer or ?token=).
 	a.mux.HandleFunc("GET /api/v1/ws", a.eventsSocket)

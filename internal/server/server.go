@@ -22,6 +22,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/secret"
@@ -56,6 +57,7 @@ type Server struct {
 	API         *api.API
 	Metrics     *metrics.Metrics
 	Apps        *apps.Service
+	LLM         *llm.Service
 	opts        Options
 	ln          net.Listener
 	http        *http.Server
@@ -121,20 +123,34 @@ func (s *Server) build(ctx context.Context) error {
 	s.Events = events.New(s.Store, s.Log)
 	s.Events.AddJobs(s.Queue)
 	s.Webhooks = webhook.New(s.Store, s.Secrets, s.Auth, s.Queue, s.Log, webhook.Options{})
+	s.LLM, err = llm.NewService(s.Store, s.Secrets, s.Auth, llm.Options{
+		OpenAIAPIKey: s.Config.OpenAIAPIKey, OpenAIBaseURL: s.Config.OpenAIBaseURL, AnthropicAPIKey: s.Config.AnthropicAPIKey})
+	if err != nil {
+		return err
+	}
 	s.Activations = activation.New(activation.Deps{
 		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks, Metrics: s.Metrics,
-		Agents: s.Apps, Resolve: interimResolve,
+		Agents: s.Apps, Resolve: s.resolveLLM,
 	}, activation.Options{Concurrency: s.Config.Workers})
 	s.Metrics.QueueDepth(func() (int, int, error) { return s.Store.ActivationDepth(context.Background()) })
 	if s.opts.HTTP {
 		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth,
 			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps,
-			Webhooks: s.Webhooks})
+			Webhooks: s.Webhooks, LLM: s.LLM})
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// resolveLLM adapts llm.Service.Resolve to the activation core's ResolveFunc.
+func (s *Server) resolveLLM(ctx context.Context, userID, providerID string) (llm.Client, string, string, error) {
+	r, err := s.LLM.Resolve(ctx, userID, providerID)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return r.Client, r.ProviderID, r.DefaultModel, nil
 }
 
 // openSecrets builds the secret box and refuses to start when a stored
