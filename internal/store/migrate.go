@@ -94,8 +94,13 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 }
 
 // Migrated reports whether every known migration has been applied (the
-// readiness check).
+// readiness check). A schema does not go back under a running binary, so a
+// success is remembered: probes then cost nothing, and never queue behind
+// writes on SQLite's single writer connection.
 func (s *Store) Migrated(ctx context.Context) error {
+	if s.migrated.Load() {
+		return nil
+	}
 	p, err := s.goose()
 	if err != nil {
 		return err
@@ -107,6 +112,7 @@ func (s *Store) Migrated(ctx context.Context) error {
 	if pending {
 		return fmt.Errorf("store: migrations pending")
 	}
+	s.migrated.Store(true)
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -58,6 +59,8 @@ type Store struct {
 	write   *sql.DB // SQLite: one connection; PostgreSQL: the same pool as read
 	tx      *sql.Tx
 	display string // the database for logs, without credentials
+	// migrated remembers a successful Migrated check (shared by tx copies).
+	migrated *atomic.Bool
 }
 
 // Open connects to dsn: "postgres://…" / "postgresql://…" or "sqlite:PATH"
@@ -85,7 +88,7 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: connect to %s: %w", redact(dsn), err)
 	}
-	return &Store{dialect: Postgres, read: db, write: db, display: "postgres " + redact(dsn)}, nil
+	return &Store{dialect: Postgres, read: db, write: db, display: "postgres " + redact(dsn), migrated: new(atomic.Bool)}, nil
 }
 
 func openSQLite(ctx context.Context, path string) (*Store, error) {
@@ -126,7 +129,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	read := sql.OpenDB(cachingConnector{dsn: "file:" + path + "?" + pragmas + "&_pragma=query_only(1)", drv: drv})
 	read.SetMaxOpenConns(max(4, 2*runtime.NumCPU()))
 	read.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
-	return &Store{dialect: SQLite, read: read, write: write, display: "sqlite " + path}, nil
+	return &Store{dialect: SQLite, read: read, write: write, display: "sqlite " + path, migrated: new(atomic.Bool)}, nil
 }
 
 // Close closes the connections.
