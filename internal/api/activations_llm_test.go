@@ -124,7 +124,6 @@ func TestTransientProviderErrorsAreRetriedThenFail(t *testing.T) {
 
 	// A 400 is not transient: no retry.
 	fake.FailNext(1, 400)
-	fake.FailNext(0, 0)
 	before := fake.Calls()
 	id = e.do("POST", path, map[string]any{"input_data": map[string]any{"prompt": "bad"}}, bearer(token)).expect(t, 201).str("activation_id")
 	done = e.await(token, id)
