@@ -53,6 +53,11 @@ func (p *platform) call(method, path, token string, body, out any) int {
 // setupPlatform registers a user, makes a key and imports an app whose one
 // agent calls the openai system provider (the slow test LLM).
 func setupPlatform(t *testing.T, base string) *platform {
+	return setupPlatformWith(t, base, map[string]any{"model": "gpt-test", "provider_id": "openai", "temperature": 0.2})
+}
+
+// setupPlatformWith is setupPlatform with the agent's agent_config.
+func setupPlatformWith(t *testing.T, base string, agentConfig map[string]any) *platform {
 	p := &platform{t: t, base: base}
 	creds := map[string]string{"email": "crash@example.com", "password": "password1", "confirm_password": "password1"}
 	p.call("POST", "/api/v1/auth/register", "", creds, nil)
@@ -71,7 +76,7 @@ func setupPlatform(t *testing.T, base string) *platform {
 	p.call("POST", "/api/v1/apps/import-manifest", p.key, map[string]any{
 		"name": "Crash", "slug": "crash", "version": "1.0.0",
 		"agents": []any{map[string]any{"name": "slow", "agent_type_id": "llm", "version": "1.0.0",
-			"agent_config": map[string]any{"model": "gpt-test", "provider_id": "openai", "temperature": 0.2}}},
+			"agent_config": agentConfig}},
 	}, &app)
 	var agents struct {
 		Agents []struct {
