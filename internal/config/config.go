@@ -47,6 +47,10 @@ type Config struct {
 	TLSCert string // AP_TLS_CERT
 	TLSKey  string // AP_TLS_KEY
 
+	// DebugAddr, when set, serves net/http/pprof there (AP_DEBUG_ADDR):
+	// profiles of a live server, on an address kept off the public one.
+	DebugAddr string
+
 	// NoWorker makes serve run the API only (serve --no-worker).
 	NoWorker bool
 }
@@ -121,6 +125,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	secret("AP_ANTHROPIC_API_KEY", &c.AnthropicAPIKey)
 	str("AP_TLS_CERT", &c.TLSCert)
 	str("AP_TLS_KEY", &c.TLSKey)
+	str("AP_DEBUG_ADDR", &c.DebugAddr)
 	return c, errors.Join(errs...)
 }
 

@@ -89,6 +89,7 @@ func TestFromEnvReadsEachVariable(t *testing.T) {
 		{"AP_ANTHROPIC_API_KEY", "sk-a", func(c *Config) any { return c.AnthropicAPIKey }, "sk-a"},
 		{"AP_TLS_CERT", "/etc/ap/cert.pem", func(c *Config) any { return c.TLSCert }, "/etc/ap/cert.pem"},
 		{"AP_TLS_KEY", "/etc/ap/key.pem", func(c *Config) any { return c.TLSKey }, "/etc/ap/key.pem"},
+		{"AP_DEBUG_ADDR", "127.0.0.1:6060", func(c *Config) any { return c.DebugAddr }, "127.0.0.1:6060"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -219,6 +220,13 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	errc := make(chan error, 1)
+	if s.Config.DebugAddr != "" {
+		stopDebug, err := s.serveDebug()
+		if err != nil {
+			return err
+		}
+		defer stopDebug()
+	}
 	if s.opts.HTTP {
 		if s.ln == nil {
 			if err := s.Listen(); err != nil {
@@ -298,6 +306,22 @@ func (s *Server) Stop(ctx context.Context) {
 	// connections are not awaited by http.Server.Shutdown: closing the
 	// subscriptions ends them.
 	s.Events.Stop()
+}
+
+// serveDebug serves the Go profiler on AP_DEBUG_ADDR.
+func (s *Server) serveDebug() (stop func(), err error) {
+	ln, err := net.Listen("tcp", s.Config.DebugAddr)
+	if err != nil {
+		return nil, fmt.Errorf("AP_DEBUG_ADDR: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	s.Log.Info("profiler listening", "addr", ln.Addr().String())
+	return func() { srv.Close() }, nil
 }
 
 // handler adds the headers of production mode around the API.
