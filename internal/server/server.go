@@ -117,9 +117,11 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers,
 		// A transactional insert does not wake River's producer without
-		// LISTEN/NOTIFY, so new activations are found by polling: often, and
-		// with almost no pause between fetches while work keeps coming.
-		FetchPollInterval: 20 * time.Millisecond, FetchCooldown: time.Millisecond})
+		// LISTEN/NOTIFY, so new activations are found by polling, often. The
+		// cooldown batches fetches under load: each fetch is a write
+		// transaction on SQLite, and 10 ms measured +15% throughput over
+		// 1 ms (apbench, c=64) for the same latency.
+		FetchPollInterval: 20 * time.Millisecond, FetchCooldown: 10 * time.Millisecond})
 	s.Queue.AddMaintenance(s.Auth)
 	s.Events = events.New(s.Store, s.Log)
 	s.Events.AddJobs(s.Queue)
