@@ -38,7 +38,7 @@ type llmProviderBody struct {
 	Name         *string   `json:"name,omitempty" required:"false" doc:"1 to 100 characters, unique among your providers"`
 	ProviderType *string   `json:"provider_type,omitempty" required:"false" doc:"openai, anthropic, openai_compatible or echo"`
 	BaseURL      *string   `json:"base_url,omitempty" required:"false" doc:"Absolute http(s) URL; required for openai_compatible (e.g. http://localhost:11434/v1 for Ollama)"`
-	APIKey       *string   `json:"api_key,omitempty" required:"false" doc:"Write-only: stored encrypted, never returned; an empty string removes it"`
+	APIKey       *string   `json:"api_key,omitempty" required:"false" writeOnly:"true" doc:"Write-only: stored encrypted, never returned; an empty string removes it"`
 	Models       *[]string `json:"models,omitempty" required:"false"`
 	DefaultModel *string   `json:"default_model,omitempty" required:"false" doc:"One of models when models is not empty; defaults to the first"`
 	IsDefault    *bool     `json:"is_default,omitempty" required:"false" doc:"Make this your default provider (unmarks the others)"`

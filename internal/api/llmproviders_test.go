@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -268,4 +269,57 @@ func TestActivationUsesUserProvider(t *testing.T) {
 		e.do("POST", "/api/v1/agents/"+g.agentID+"/activate", map[string]any{"input_data": map[string]any{},
 			"metadata": map[string]any{"provider_id": pid}}, bearer(bob)).expectError(t, 400, "ValidationError", "Unknown LLM provider")
 	})
+}
+
+// An admin reaches another user's provider only with a stated reason, and
+// that access is audited.
+func TestLLMProviderAdminBypass(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, store.SQLite, nil)
+	admin := e.signup("admin@example.com") // the first account is the admin
+	bob := e.signup("bob@example.com")
+	id := e.do("POST", providersPath, map[string]any{"name": "b", "provider_type": "echo"}, bearer(bob)).expect(t, 201).str("id")
+
+	e.do("GET", providersPath+"/"+id, nil, bearer(admin)).expect(t, 404)
+	r := e.do("GET", providersPath+"/"+id, nil, bearer(admin), header("X-Admin-Reason", "support ticket 7")).expect(t, 200)
+	require.Equal(t, "b", r.str("name"))
+	r = e.do("POST", providersPath+"/"+id+"/test", nil, bearer(admin), header("X-Admin-Reason", "support ticket 7")).expect(t, 200)
+	require.Equal(t, true, r.JSON["ok"], "body: %s", r.Body)
+	require.Equal(t, "echo", r.str("model"), "an echo provider without models tests model echo")
+	audit := e.do("GET", "/api/v1/users/audit-log", nil, bearer(admin)).expect(t, 200)
+	require.Contains(t, string(audit.Body), "support ticket 7")
+	require.Contains(t, string(audit.Body), id)
+}
+
+func TestLLMProviderRoutesDocumented(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, store.SQLite, nil)
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					WriteOnly bool `json:"writeOnly"`
+				} `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(e.do("GET", "/api/v1/openapi.json", nil).expect(t, 200).Body, &doc))
+	for _, route := range []string{
+		"GET /api/v1/llm-providers", "POST /api/v1/llm-providers", "GET /api/v1/llm-providers/{id}",
+		"PATCH /api/v1/llm-providers/{id}", "DELETE /api/v1/llm-providers/{id}", "POST /api/v1/llm-providers/{id}/test",
+		"GET /api/v1/apps/{app_id}/model-providers",
+	} {
+		method, path, _ := strings.Cut(route, " ")
+		require.Contains(t, doc.Paths[path], strings.ToLower(method), route)
+	}
+	// api_key is documented write-only, and no answer schema carries it.
+	writeOnly := false
+	for name, schema := range doc.Components.Schemas {
+		if key, ok := schema.Properties["api_key"]; ok {
+			require.True(t, key.WriteOnly, name)
+			writeOnly = true
+		}
+	}
+	require.True(t, writeOnly)
 }

@@ -217,7 +217,11 @@ func (s *Service) resolveRow(p *store.LLMProvider) (*Resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := Resolved{Client: client, ProviderID: p.ID, ProviderType: p.ProviderType, DefaultModel: defaultModel(p.DefaultModel, p.Models)}
+	model := defaultModel(p.DefaultModel, p.Models)
+	if model == "" && p.ProviderType == TypeEcho {
+		model = "echo" // echo answers whatever the model; give it its name
+	}
+	r := Resolved{Client: client, ProviderID: p.ID, ProviderType: p.ProviderType, DefaultModel: model}
 	s.mu.Lock()
 	s.cache[p.ID] = cached{resolved: r, userID: p.UserID, updatedAt: p.UpdatedAt}
 	s.mu.Unlock()
