@@ -25,7 +25,7 @@ type bundle struct {
 	svc *llm.Service
 }
 
-func setup(t *testing.T, d store.Dialect, opts llm.Options) *bundle {
+func setup(t testing.TB, d store.Dialect, opts llm.Options) *bundle {
 	t.Helper()
 	st := testdb.Open(t, d)
 	key := make([]byte, 32)
@@ -39,7 +39,7 @@ func setup(t *testing.T, d store.Dialect, opts llm.Options) *bundle {
 	return &bundle{st: st, svc: svc}
 }
 
-func (b *bundle) user(t *testing.T) *auth.Caller {
+func (b *bundle) user(t testing.TB) *auth.Caller {
 	t.Helper()
 	now := store.Now()
 	u := &store.User{ID: uuid.Must(uuid.NewV7()).String(), Email: uuid.NewString() + "@x.io", PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
