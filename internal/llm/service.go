@@ -414,6 +414,24 @@ func (s *Service) apply(p *store.LLMProvider, in Input) error {
 	return nil
 }
 
+// write runs save (the insert or update of p) in a transaction that first
+// unmarks the user's other default when p is marked. The user's lock makes
+// concurrent markings take turns, so the last one wins; a unique index
+// guarantees one default per user whatever happens.
+func (s *Service) write(ctx context.Context, p *store.LLMProvider, save func(tx *store.Store) error) error {
+	return s.store.InTx(ctx, func(tx *store.Store) error {
+		if p.IsDefault {
+			if err := tx.LLMProviderLockUser(ctx, p.UserID); err != nil {
+				return err
+			}
+			if err := tx.LLMProviderClearDefault(ctx, p.UserID, p.ID, p.UpdatedAt); err != nil {
+				return err
+			}
+		}
+		return save(tx)
+	})
+}
+
 func duplicateName(name string) error {
 	return apperr.Newf(apperr.Conflict, "An LLM provider named %q already exists", name)
 }
@@ -432,15 +450,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in Input) (*Provid
 	if err := s.apply(p, in); err != nil {
 		return nil, err
 	}
-	err := s.store.InTx(ctx, func(tx *store.Store) error {
-		if err := tx.LLMProviderCreate(ctx, p); err != nil {
-			return err
-		}
-		if p.IsDefault {
-			return tx.LLMProviderClearDefault(ctx, p.UserID, p.ID, now)
-		}
-		return nil
-	})
+	err := s.write(ctx, p, func(tx *store.Store) error { return tx.LLMProviderCreate(ctx, p) })
 	if errors.Is(err, store.ErrConflict) {
 		return nil, duplicateName(p.Name)
 	}
@@ -470,15 +480,7 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, id string, in Inpu
 		return nil, err
 	}
 	row.UpdatedAt = s.now()
-	err = s.store.InTx(ctx, func(tx *store.Store) error {
-		if err := tx.LLMProviderUpdate(ctx, row); err != nil {
-			return err
-		}
-		if row.IsDefault {
-			return tx.LLMProviderClearDefault(ctx, row.UserID, row.ID, row.UpdatedAt)
-		}
-		return nil
-	})
+	err = s.write(ctx, row, func(tx *store.Store) error { return tx.LLMProviderUpdate(ctx, row) })
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errProviderNotFound // deleted meanwhile
 	}

@@ -185,3 +185,46 @@ func TestResolveCachesUntilChanged(t *testing.T) {
 		requireUnknown(t, err, p.ID)
 	})
 }
+
+// Requests that mark different providers default at the same moment leave
+// exactly one marked (a unique index, and a retry that unmarks the winner).
+func TestConcurrentDefaults(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, d, llm.Options{})
+		alice := b.user(t)
+		ids := make([]string, 8)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Go(func() {
+				p, err := b.svc.Create(ctx, alice, llm.Input{Name: ptr(uuid.NewString()), Type: ptr(llm.TypeEcho), IsDefault: ptr(true)})
+				require.NoError(t, err)
+				ids[i] = p.ID
+			})
+		}
+		wg.Wait()
+		for range 3 {
+			for _, id := range ids {
+				wg.Go(func() {
+					_, err := b.svc.Update(ctx, alice, id, llm.Input{IsDefault: ptr(true)})
+					require.NoError(t, err)
+				})
+			}
+			wg.Wait()
+		}
+		list, _, err := b.svc.List(ctx, alice, 100, 0)
+		require.NoError(t, err)
+		defaults := 0
+		for _, p := range list {
+			if p.IsDefault {
+				defaults++
+			}
+		}
+		require.Equal(t, 1, defaults)
+
+		// A duplicate name is still a 409 when the request also marks default.
+		_, err = b.svc.Create(ctx, alice, llm.Input{Name: ptr(list[1].Name), Type: ptr(llm.TypeEcho), IsDefault: ptr(true)})
+		require.True(t, apperr.Is(err, apperr.Conflict), "%v", err)
+	})
+}

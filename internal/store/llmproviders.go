@@ -102,12 +102,24 @@ func (s *Store) LLMProviderUpdate(ctx context.Context, p *LLMProvider) error {
 }
 
 // LLMProviderClearDefault unmarks every default provider of the user but
-// keepID, so that marking one keeps at most one marked (call both in one
-// transaction).
+// keepID. Call it before marking keepID, in the same transaction: a unique
+// index allows one default per user.
 func (s *Store) LLMProviderClearDefault(ctx context.Context, userID, keepID string, at time.Time) error {
 	_, err := s.writer().ExecContext(ctx, `UPDATE llm_providers SET is_default = FALSE, updated_at = $3
 		WHERE user_id = $1 AND is_default AND id <> $2`, userID, keepID, s.ts(at))
 	return err
+}
+
+// LLMProviderLockUser serialises, until the transaction ends, the changes
+// to one user's providers that move the default mark: without it two such
+// transactions on PostgreSQL lock the same rows in opposite orders. SQLite
+// needs nothing: a write transaction already holds the whole database.
+func (s *Store) LLMProviderLockUser(ctx context.Context, userID string) error {
+	if s.dialect != Postgres {
+		return nil
+	}
+	var id string
+	return mapErr(s.writer().QueryRowContext(ctx, `SELECT id FROM users WHERE id = $1 FOR UPDATE`, userID).Scan(&id))
 }
 
 // LLMProviderDelete deletes the provider with id.

@@ -55,10 +55,10 @@ func TestLLMProviders(t *testing.T) {
 		a.IsDefault, b.IsDefault = true, true
 		require.NoError(t, s.LLMProviderUpdate(ctx, a))
 		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error {
-			if err := tx.LLMProviderUpdate(ctx, b); err != nil {
+			if err := tx.LLMProviderClearDefault(ctx, alice.ID, b.ID, now); err != nil {
 				return err
 			}
-			return tx.LLMProviderClearDefault(ctx, alice.ID, b.ID, now)
+			return tx.LLMProviderUpdate(ctx, b)
 		}))
 		def, err := s.LLMProviderGetDefault(ctx, alice.ID)
 		require.NoError(t, err)
@@ -66,6 +66,12 @@ func TestLLMProviders(t *testing.T) {
 		got, err = s.LLMProviderGet(ctx, a.ID)
 		require.NoError(t, err)
 		require.False(t, got.IsDefault)
+
+		// The database itself refuses a second default.
+		a.IsDefault = true
+		require.ErrorIs(t, s.LLMProviderUpdate(ctx, a), store.ErrConflict)
+		a.IsDefault = false
+		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error { return tx.LLMProviderLockUser(ctx, alice.ID) }))
 
 		b.Name = "ollama"
 		require.ErrorIs(t, s.LLMProviderUpdate(ctx, b), store.ErrConflict)
