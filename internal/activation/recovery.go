@@ -26,17 +26,31 @@ type Recovery struct {
 	closeOnce sync.Once
 }
 
-// StartRecovery registers this worker and starts heartbeating and reaping.
-func (s *Service) StartRecovery(ctx context.Context) (*Recovery, error) {
+// RegisterWorker records this worker process before it takes any work: an
+// activation claimed under a worker id with no row would look orphaned to
+// other nodes' reapers.
+func (s *Service) RegisterWorker(ctx context.Context) error {
 	host, _ := os.Hostname()
 	now := s.now()
-	r := &Recovery{svc: s, stop: make(chan struct{}), self: store.Worker{
-		ID: s.opts.WorkerID, Hostname: host, PID: os.Getpid(), Version: version.Version,
-		StartedAt: now, HeartbeatAt: now, Concurrency: s.opts.Concurrency,
-	}}
-	if err := s.Store.WorkerHeartbeat(ctx, &r.self); err != nil {
-		return nil, fmt.Errorf("register worker: %w", err)
+	s.self = store.Worker{ID: s.opts.WorkerID, Hostname: host, PID: os.Getpid(), Version: version.Version,
+		StartedAt: now, HeartbeatAt: now, Concurrency: s.opts.Concurrency}
+	if err := s.Store.WorkerHeartbeat(ctx, &s.self); err != nil {
+		return fmt.Errorf("register worker: %w", err)
 	}
+	return nil
+}
+
+// StartRecovery starts heartbeating, reaping and the fast path; call it
+// after RegisterWorker and once the queue runs.
+func (s *Service) StartRecovery(ctx context.Context) (*Recovery, error) {
+	if s.self.ID == "" {
+		if err := s.RegisterWorker(ctx); err != nil {
+			return nil, err
+		}
+	}
+	r := &Recovery{svc: s, stop: make(chan struct{}), self: s.self}
+	s.startLocal()
+	s.refreshPaused(ctx)
 	r.done.Add(1)
 	go r.loop(context.WithoutCancel(ctx))
 	return r, nil
@@ -48,10 +62,16 @@ func (r *Recovery) loop(ctx context.Context) {
 	r.reap(ctx)
 	t := time.NewTicker(r.svc.opts.HeartbeatEvery)
 	defer t.Stop()
+	// A pause set on another node reaches this one's fast path within a
+	// second.
+	pause := time.NewTicker(time.Second)
+	defer pause.Stop()
 	for {
 		select {
 		case <-r.stop:
 			return
+		case <-pause.C:
+			r.svc.refreshPaused(ctx)
 		case <-t.C:
 			r.self.HeartbeatAt = r.svc.now()
 			r.self.Running = r.svc.runningCount()
@@ -63,9 +83,11 @@ func (r *Recovery) loop(ctx context.Context) {
 	}
 }
 
-// Stop ends the loop and unregisters the worker (after River drained it).
+// Stop drains the fast path (runs finish until ctx ends, then hand their
+// activations back), ends the loop and unregisters the worker.
 func (r *Recovery) Stop(ctx context.Context) {
 	r.closeOnce.Do(func() {
+		r.svc.stopLocal(ctx)
 		close(r.stop)
 		r.done.Wait()
 		if err := r.svc.Store.WorkerDelete(ctx, r.self.ID); err != nil {

@@ -113,6 +113,8 @@ type Service struct {
 	Deps
 	opts    Options
 	running sync.Map // activation id → context.CancelCauseFunc, for cancels on this node
+	local   *local   // the fast path; nil unless this process works jobs
+	self    store.Worker
 	now     func() time.Time
 }
 
@@ -185,15 +187,27 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	a.ChatID, _ = r.Context["chat_id"].(string)
 
 	ev := s.event(events.ActivationCreated, a)
+	// A free local slot means this process runs it at once (local.go).
+	here := s.takeSlot()
+	var jobID int64
 	err = s.Store.InTx(ctx, func(tx *store.Store) error {
 		if err := tx.ActivationCreate(ctx, a); err != nil {
 			return err
 		}
-		if err := s.enqueue(ctx, tx, a); err != nil {
+		opts := &river.InsertOpts{Priority: a.Priority, MaxAttempts: 10}
+		if here {
+			opts = deferredOpts(a.Priority, time.Duration(max(agent.TimeoutSeconds, 1))*time.Second)
+		}
+		res, err := s.Queue.Client().InsertTx(ctx, tx.Tx(), Args{ActivationID: a.ID}, opts)
+		if err != nil {
 			return err
 		}
+		jobID = res.Job.ID
 		return s.Events.Append(ctx, tx, &ev)
 	})
+	if err != nil && here {
+		<-s.local.slots
+	}
 	if errors.Is(err, store.ErrConflict) && r.IdempotencyKey != "" {
 		// A concurrent request with the same key won the insert: answer
 		// with its activation, as if this one had come second.
@@ -207,6 +221,9 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		return nil, false, err
 	}
 	s.Events.Publish(ctx, ev)
+	if here {
+		s.runLocal(a.ID, jobID)
+	}
 	return a, false, nil
 }
 
@@ -399,6 +416,9 @@ func (s *Service) event(typ string, a *store.Activation) events.Event {
 // SetPaused pauses or resumes the activation queue on every worker: queued
 // activations wait, nothing is lost.
 func (s *Service) SetPaused(ctx context.Context, paused bool) error {
+	if s.local != nil {
+		s.local.paused.Store(paused)
+	}
 	if paused {
 		return s.Queue.Client().QueuePause(ctx, river.QueueDefault, nil)
 	}

@@ -36,7 +36,15 @@ func (w *jobWorker) Timeout(*river.Job[Args]) time.Duration { return -1 }
 // stopping with the activation unfinished: River then retries the job, and
 // the activation, handed back to queued, runs again.
 func (w *jobWorker) Work(ctx context.Context, job *river.Job[Args]) error {
-	return w.svc.run(ctx, job.Args.ActivationID)
+	if _, here := w.svc.running.Load(job.Args.ActivationID); here {
+		return nil // running on this process's fast path
+	}
+	release, err := w.svc.waitSlot(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return w.svc.run(ctx, job.Args.ActivationID, 0)
 }
 
 // Causes of a run's context ending.
@@ -46,7 +54,9 @@ var (
 	errShutdown  = errors.New("worker stopping")
 )
 
-func (s *Service) run(ctx context.Context, id string) error {
+// run claims and runs activation id. jobID is the activation's deferred
+// job when it runs on the fast path (cancelled when it ends), else 0.
+func (s *Service) run(ctx context.Context, id string, jobID int64) error {
 	var started events.Event
 	var a *store.Activation
 	err := s.Store.InTx(ctx, func(tx *store.Store) error {
@@ -68,7 +78,7 @@ func (s *Service) run(ctx context.Context, id string) error {
 
 	agent, err := s.Store.AgentGet(ctx, a.AgentID)
 	if err != nil {
-		return s.finish(ctx, a, nil, fmt.Errorf("load agent: %w", err))
+		return s.finish(ctx, a, jobID, nil, fmt.Errorf("load agent: %w", err))
 	}
 	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -83,22 +93,22 @@ func (s *Service) run(ctx context.Context, id string) error {
 	output, runErr := s.execute(runCtx, a, agent)
 	switch cause := context.Cause(runCtx); {
 	case runErr == nil:
-		return s.finish(ctx, a, output, nil)
+		return s.finish(ctx, a, jobID, output, nil)
 	case errors.Is(cause, errCancelled):
 		return nil // Cancel already recorded the end
 	case errors.Is(cause, errTimedOut):
-		return s.finish(ctx, a, nil, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
+		return s.finish(ctx, a, jobID, nil, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
 	case ctx.Err() != nil:
 		// The process is stopping: hand the activation back; River retries
 		// the job, here or on another worker.
 		hand, cancelHand := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancelHand()
-		if _, err := s.Store.ActivationRequeue(hand, a.ID); err != nil {
+		if err := s.handBack(hand, a, jobID); err != nil {
 			s.Log.Error("hand back activation", "activation_id", a.ID, "err", err)
 		}
 		return errShutdown
 	default:
-		return s.finish(ctx, a, nil, runErr)
+		return s.finish(ctx, a, jobID, nil, runErr)
 	}
 }
 
@@ -128,7 +138,7 @@ func (s *Service) watchCancel(ctx context.Context, id string, cancel context.Can
 
 // finish records the outcome, its event and its webhook in one transaction
 // and publishes the event after commit.
-func (s *Service) finish(ctx context.Context, a *store.Activation, output json.RawMessage, runErr error) error {
+func (s *Service) finish(ctx context.Context, a *store.Activation, jobID int64, output json.RawMessage, runErr error) error {
 	// The result must be saved even when the run's context is gone.
 	ctx = context.WithoutCancel(ctx)
 	o := store.Outcome{Status: store.StatusCompleted, OutputData: output, CompletedAt: s.now()}
@@ -143,6 +153,9 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, output json.R
 			return err
 		}
 		done = ended
+		if err := s.cancelJob(ctx, tx, jobID); err != nil {
+			return err
+		}
 		typ := events.ActivationCompleted
 		if o.Status == store.StatusFailed {
 			typ = events.ActivationFailed
@@ -167,6 +180,35 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, output json.R
 		}
 	}
 	return nil
+}
+
+// cancelJob cancels a fast-path activation's deferred job in tx: it is no
+// longer needed once the end is recorded.
+func (s *Service) cancelJob(ctx context.Context, tx *store.Store, jobID int64) error {
+	if jobID == 0 {
+		return nil
+	}
+	_, err := s.Queue.Client().JobCancelTx(ctx, tx.Tx(), jobID)
+	if errors.Is(err, river.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// handBack returns a running activation to the queue when this process
+// stops before it ends: River runs it again, here after a restart or on
+// another worker. A fast-path job is replaced by one that is due now.
+func (s *Service) handBack(ctx context.Context, a *store.Activation, jobID int64) error {
+	return s.Store.InTx(ctx, func(tx *store.Store) error {
+		ok, err := tx.ActivationRequeue(ctx, a.ID)
+		if err != nil || !ok || jobID == 0 {
+			return err
+		}
+		if err := s.cancelJob(ctx, tx, jobID); err != nil {
+			return err
+		}
+		return s.enqueue(ctx, tx, a)
+	})
 }
 
 // webhookTx queues the delivery of an ended activation's event to

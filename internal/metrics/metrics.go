@@ -63,9 +63,7 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 // ActivationEnded records an activation's end on this process.
 func (m *Metrics) ActivationEnded(status string, run time.Duration) {
 	m.activations.WithLabelValues(status).Inc()
-	if run > 0 {
-		m.activationDuration.Observe(run.Seconds())
-	}
+	m.activationDuration.Observe(run.Seconds())
 }
 
 // QueueDepth exposes the number of activations by state, read at scrape

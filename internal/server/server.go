@@ -277,6 +277,11 @@ func (s *Server) Start(ctx context.Context) error {
 	// Not ctx itself: River treats the end of Start's context as a hard
 	// stop that cancels running jobs at once. SIGTERM must drain them
 	// (Queue.Stop) within DrainTimeout instead.
+	if !s.Config.NoWorker {
+		if err := s.Activations.RegisterWorker(ctx); err != nil {
+			return err
+		}
+	}
 	if err := s.Queue.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start queue: %w", err)
 	}
