@@ -15,11 +15,12 @@ import (
 // activation. When the process that creates an activation is a worker with
 // a free slot, it runs the activation at once. Durability is unchanged: the
 // activation and its job still commit together. The job is inserted
-// scheduled for after the agent's timeout (plus a margin), so River leaves
-// it alone while the activation runs here, and the transaction that
-// records the end cancels it. If the process dies first, the reaper
-// re-queues the activation with a fresh job within a minute, and the
-// scheduled job, once due, finds nothing left to do.
+// scheduled for deferFor later, so River leaves it alone while the
+// activation runs here, and the transaction that records the end cancels
+// it. If the process dies before its run claims the activation, that job
+// runs it once due; if it dies after, the reaper re-queues the activation
+// with a fresh job within a minute. A job that comes due while its
+// activation still runs here completes at once, as a no-op.
 type local struct {
 	slots  chan struct{} // one token per concurrent activation (AP_WORKERS)
 	paused atomic.Bool   // the queue is paused: run nothing locally
@@ -28,19 +29,19 @@ type local struct {
 	wg     sync.WaitGroup
 }
 
-// deferMargin is how long after its timeout a locally run activation's job
-// becomes due.
-const deferMargin = time.Minute
+// deferFor is when a locally run activation's job becomes due: after the
+// 30 s in which a dead worker is noticed, plus a heartbeat.
+const deferFor = 45 * time.Second
 
 func (s *Service) startLocal() {
 	ctx, cancel := context.WithCancel(context.Background())
-	s.local = &local{slots: make(chan struct{}, max(1, s.opts.Concurrency)), ctx: ctx, stop: cancel}
+	s.local.Store(&local{slots: make(chan struct{}, max(1, s.opts.Concurrency)), ctx: ctx, stop: cancel})
 }
 
 // stopLocal lets local runs finish until ctx ends, then stops them (they
 // hand their activations back to the queue).
 func (s *Service) stopLocal(ctx context.Context) {
-	l := s.local
+	l := s.local.Load()
 	if l == nil {
 		return
 	}
@@ -58,7 +59,7 @@ func (s *Service) stopLocal(ctx context.Context) {
 // takeSlot reserves a local slot without waiting; false means "leave it to
 // River" (no local worker, the queue paused, or every slot busy).
 func (s *Service) takeSlot() bool {
-	l := s.local
+	l := s.local.Load()
 	if l == nil || l.paused.Load() || l.ctx.Err() != nil {
 		return false
 	}
@@ -73,7 +74,7 @@ func (s *Service) takeSlot() bool {
 // waitSlot reserves a slot for a River job, waiting while local runs hold
 // them all, so that AP_WORKERS bounds both paths together.
 func (s *Service) waitSlot(ctx context.Context) (release func(), err error) {
-	l := s.local
+	l := s.local.Load()
 	if l == nil {
 		return func() {}, nil
 	}
@@ -87,7 +88,7 @@ func (s *Service) waitSlot(ctx context.Context) (release func(), err error) {
 
 // runLocal runs a created activation on this process (its slot taken).
 func (s *Service) runLocal(id string, jobID int64) {
-	l := s.local
+	l := s.local.Load()
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
@@ -98,20 +99,21 @@ func (s *Service) runLocal(id string, jobID int64) {
 	}()
 }
 
-// deferredOpts is the job of an activation about to run locally: due only
-// if this process dies before the end cancels it.
-func deferredOpts(priority int, timeout time.Duration) *river.InsertOpts {
-	return &river.InsertOpts{Priority: priority, MaxAttempts: 10, ScheduledAt: time.Now().Add(timeout + deferMargin)}
+// deferredOpts is the job of an activation about to run locally: a safety
+// net, cancelled when the activation ends.
+func deferredOpts(priority int) *river.InsertOpts {
+	return &river.InsertOpts{Priority: priority, MaxAttempts: 10, ScheduledAt: time.Now().Add(deferFor)}
 }
 
 // refreshPaused follows the queue's pause state, which an admin may set on
 // any node.
 func (s *Service) refreshPaused(ctx context.Context) {
-	if s.local == nil {
+	l := s.local.Load()
+	if l == nil {
 		return
 	}
 	q, err := s.Queue.Client().QueueGet(ctx, river.QueueDefault)
 	if err == nil {
-		s.local.paused.Store(q.PausedAt != nil)
+		l.paused.Store(q.PausedAt != nil)
 	}
 }

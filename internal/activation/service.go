@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -112,8 +113,8 @@ func (o *Options) defaults() {
 type Service struct {
 	Deps
 	opts    Options
-	running sync.Map // activation id → context.CancelCauseFunc, for cancels on this node
-	local   *local   // the fast path; nil unless this process works jobs
+	running sync.Map              // activation id → context.CancelCauseFunc, for cancels on this node
+	local   atomic.Pointer[local] // the fast path; nil unless this process works jobs
 	self    store.Worker
 	now     func() time.Time
 }
@@ -196,7 +197,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		}
 		opts := &river.InsertOpts{Priority: a.Priority, MaxAttempts: 10}
 		if here {
-			opts = deferredOpts(a.Priority, time.Duration(max(agent.TimeoutSeconds, 1))*time.Second)
+			opts = deferredOpts(a.Priority)
 		}
 		res, err := s.Queue.Client().InsertTx(ctx, tx.Tx(), Args{ActivationID: a.ID}, opts)
 		if err != nil {
@@ -206,7 +207,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		return s.Events.Append(ctx, tx, &ev)
 	})
 	if err != nil && here {
-		<-s.local.slots
+		<-s.local.Load().slots
 	}
 	if errors.Is(err, store.ErrConflict) && r.IdempotencyKey != "" {
 		// A concurrent request with the same key won the insert: answer
@@ -416,8 +417,8 @@ func (s *Service) event(typ string, a *store.Activation) events.Event {
 // SetPaused pauses or resumes the activation queue on every worker: queued
 // activations wait, nothing is lost.
 func (s *Service) SetPaused(ctx context.Context, paused bool) error {
-	if s.local != nil {
-		s.local.paused.Store(paused)
+	if l := s.local.Load(); l != nil {
+		l.paused.Store(paused)
 	}
 	if paused {
 		return s.Queue.Client().QueuePause(ctx, river.QueueDefault, nil)

@@ -32,6 +32,17 @@ type Options struct {
 	FetchCooldown time.Duration
 }
 
+// River hands a job whose worker died back to the queue only after
+// RescueStuckJobsAfter; its default, an hour, would leave an activation
+// queued that long when its process died between River's fetch and the
+// worker's claim. The platform's jobs are idempotent (a duplicate's claim
+// is a no-op), so rescuing early is safe; River requires the default job
+// timeout below it (the activation worker sets its own, none).
+const (
+	rescueStuckJobsAfter = 30 * time.Second
+	defaultJobTimeout    = 25 * time.Second
+)
+
 // Queue is the River client of this process.
 type Queue struct {
 	store    *store.Store
@@ -62,10 +73,12 @@ func (q *Queue) Client() *river.Client[*sql.Tx] { return q.client }
 func (q *Queue) Start(ctx context.Context) error {
 	cfg := &river.Config{
 		// River logs its own chatter at info; ours stays readable.
-		Logger:            slog.New(levelFloor{q.log.Handler(), slog.LevelWarn}),
-		Workers:           q.workers,
-		FetchPollInterval: q.opts.FetchPollInterval,
-		FetchCooldown:     q.opts.FetchCooldown,
+		Logger:               slog.New(levelFloor{q.log.Handler(), slog.LevelWarn}),
+		Workers:              q.workers,
+		FetchPollInterval:    q.opts.FetchPollInterval,
+		FetchCooldown:        q.opts.FetchCooldown,
+		JobTimeout:           defaultJobTimeout,
+		RescueStuckJobsAfter: rescueStuckJobsAfter,
 	}
 	if q.opts.RunWorkers {
 		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(1, q.opts.Workers)}}
