@@ -293,20 +293,7 @@ func (s *Store) ActivationChatHistory(ctx context.Context, userID, agentID, chat
 
 // ActivationsRunningOn lists the ids of activations a worker is running.
 func (s *Store) ActivationsRunningOn(ctx context.Context, workerID string) ([]string, error) {
-	rows, err := s.reader().QueryContext(ctx, `SELECT id FROM activations WHERE status = 'running' AND worker_id = $1`, workerID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return s.strings(ctx, `SELECT id FROM activations WHERE status = 'running' AND worker_id = $1`, workerID)
 }
 
 // ActivationCountsSince counts activations that ended at or after `since`,

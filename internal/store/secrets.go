@@ -21,18 +21,5 @@ func (s *Store) SecretKeyIDsInUse(ctx context.Context) ([]string, error) {
 		}
 		q += `SELECT DISTINCT SUBSTR(` + c.column + `, 4, 8) FROM ` + c.table + ` WHERE ` + c.column + ` <> ''`
 	}
-	rows, err := s.reader().QueryContext(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return s.strings(ctx, q)
 }

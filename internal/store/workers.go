@@ -49,22 +49,9 @@ func (s *Store) WorkersSilentSince(ctx context.Context, t time.Time) ([]Worker, 
 // activations but have no worker row at all (a row deleted by a reaper that
 // died halfway, or a worker that never heartbeat before dying).
 func (s *Store) ActivationWorkersWithoutHeartbeat(ctx context.Context) ([]string, error) {
-	rows, err := s.reader().QueryContext(ctx, `SELECT DISTINCT a.worker_id FROM activations a
+	return s.strings(ctx, `SELECT DISTINCT a.worker_id FROM activations a
 		WHERE a.status = 'running' AND a.worker_id IS NOT NULL
 		AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = a.worker_id)`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }
 
 func (s *Store) workers(ctx context.Context, q string, args ...any) ([]Worker, error) {
