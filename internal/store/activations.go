@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -245,50 +246,24 @@ func (s *Store) ActivationList(ctx context.Context, f ActivationFilter) ([]Activ
 		where = append(where, "status IN ("+strings.Join(ph, ", ")+")")
 	}
 	cond := strings.Join(where, " AND ")
-	var total int
-	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM activations WHERE `+cond, args...).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	args = append(args, f.Limit, f.Offset)
-	rows, err := s.reader().QueryContext(ctx, `SELECT `+activationColumns+` FROM activations WHERE `+cond+
-		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(len(args)-1)+` OFFSET $`+strconv.Itoa(len(args)), args...)
+	total, err := s.count(ctx, `SELECT COUNT(*) FROM activations WHERE `+cond, args...)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	list := []Activation{}
-	for rows.Next() {
-		var a Activation
-		if err := scanActivation(rows, &a); err != nil {
-			return nil, 0, err
-		}
-		list = append(list, a)
-	}
-	return list, total, rows.Err()
+	args = append(args, f.Limit, f.Offset)
+	list, err := queryAll(ctx, s.reader(), scanActivation, `SELECT `+activationColumns+` FROM activations WHERE `+cond+
+		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(len(args)-1)+` OFFSET $`+strconv.Itoa(len(args)), args...)
+	return list, total, err
 }
 
 // ActivationChatHistory returns the completed turns of a chat with an agent
 // created before `before`, oldest first, at most limit of the latest ones.
 func (s *Store) ActivationChatHistory(ctx context.Context, userID, agentID, chatID string, before time.Time, limit int) ([]Activation, error) {
-	rows, err := s.reader().QueryContext(ctx, `SELECT `+activationColumns+` FROM activations
+	turns, err := queryAll(ctx, s.reader(), scanActivation, `SELECT `+activationColumns+` FROM activations
 		WHERE agent_id = $1 AND chat_id = $2 AND user_id = $3 AND status = 'completed' AND created_at < $4
 		ORDER BY created_at DESC LIMIT $5`, agentID, chatID, userID, s.ts(before), limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var turns []Activation
-	for rows.Next() {
-		var a Activation
-		if err := scanActivation(rows, &a); err != nil {
-			return nil, err
-		}
-		turns = append(turns, a)
-	}
-	for i, j := 0, len(turns)-1; i < j; i, j = i+1, j-1 {
-		turns[i], turns[j] = turns[j], turns[i]
-	}
-	return turns, rows.Err()
+	slices.Reverse(turns) // the latest turns, read newest first, sent oldest first
+	return turns, err
 }
 
 // ActivationsRunningOn lists the ids of activations a worker is running.

@@ -83,25 +83,13 @@ func (s *Store) APIKeyGet(ctx context.Context, id int64) (*APIKey, error) {
 // APIKeyListByUser returns a page of a user's keys, newest first, and the
 // total count.
 func (s *Store) APIKeyListByUser(ctx context.Context, userID string, limit, offset int) ([]APIKey, int, error) {
-	var total int
-	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM api_keys WHERE user_id = $1`, userID).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.reader().QueryContext(ctx,
-		`SELECT `+apiKeyColumns+` FROM api_keys k WHERE k.user_id = $1 ORDER BY k.id DESC LIMIT $2 OFFSET $3`, userID, limit, offset)
+	total, err := s.count(ctx, `SELECT COUNT(*) FROM api_keys WHERE user_id = $1`, userID)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	keys := []APIKey{}
-	for rows.Next() {
-		var k APIKey
-		if err := scanAPIKey(rows, &k); err != nil {
-			return nil, 0, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, total, rows.Err()
+	keys, err := queryAll(ctx, s.reader(), func(row interface{ Scan(...any) error }, k *APIKey) error { return scanAPIKey(row, k) },
+		`SELECT `+apiKeyColumns+` FROM api_keys k WHERE k.user_id = $1 ORDER BY k.id DESC LIMIT $2 OFFSET $3`, userID, limit, offset)
+	return keys, total, err
 }
 
 // APIKeyDelete revokes a key.

@@ -27,24 +27,16 @@ func (s *Store) AuditCreate(ctx context.Context, e *AuditEntry) error {
 
 // AuditList returns a page of entries, newest first, and the total count.
 func (s *Store) AuditList(ctx context.Context, limit, offset int) ([]AuditEntry, int, error) {
-	var total int
-	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM audit_log`).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.reader().QueryContext(ctx, `
-		SELECT id, actor_id, action, resource_type, resource_id, owner_id, reason, created_at
-		FROM audit_log ORDER BY id DESC LIMIT $1 OFFSET $2`, limit, offset)
+	total, err := s.count(ctx, `SELECT COUNT(*) FROM audit_log`)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	entries := []AuditEntry{}
-	for rows.Next() {
-		var e AuditEntry
-		if err := rows.Scan(&e.ID, &e.ActorID, &e.Action, &e.ResourceType, &e.ResourceID, &e.OwnerID, &e.Reason, &e.CreatedAt); err != nil {
-			return nil, 0, err
-		}
-		entries = append(entries, e)
-	}
-	return entries, total, rows.Err()
+	entries, err := queryAll(ctx, s.reader(), scanAuditEntry, `
+		SELECT id, actor_id, action, resource_type, resource_id, owner_id, reason, created_at
+		FROM audit_log ORDER BY id DESC LIMIT $1 OFFSET $2`, limit, offset)
+	return entries, total, err
+}
+
+func scanAuditEntry(row interface{ Scan(...any) error }, e *AuditEntry) error {
+	return row.Scan(&e.ID, &e.ActorID, &e.Action, &e.ResourceType, &e.ResourceID, &e.OwnerID, &e.Reason, &e.CreatedAt)
 }

@@ -59,21 +59,8 @@ func scanEvent(row interface{ Scan(...any) error }, e *EventRow) error {
 // EventListAfter returns up to limit of the user's events with seq > after,
 // in seq order.
 func (s *Store) EventListAfter(ctx context.Context, userID string, after int64, limit int) ([]EventRow, error) {
-	rows, err := s.reader().QueryContext(ctx, `SELECT `+eventColumns+` FROM events
+	return queryAll(ctx, s.reader(), scanEvent, `SELECT `+eventColumns+` FROM events
 		WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, userID, after, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []EventRow
-	for rows.Next() {
-		var e EventRow
-		if err := scanEvent(rows, &e); err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
 }
 
 // EventGet returns one stored event.

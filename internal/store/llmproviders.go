@@ -65,28 +65,16 @@ func (s *Store) LLMProviderGetDefault(ctx context.Context, userID string) (*LLMP
 // LLMProviderListByUser returns a page of the user's providers, oldest
 // first, and how many there are.
 func (s *Store) LLMProviderListByUser(ctx context.Context, userID string, limit, offset int) ([]LLMProvider, int, error) {
-	var total int
-	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM llm_providers WHERE user_id = $1`, userID).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	out := []LLMProvider{}
-	if limit == 0 {
-		return out, total, nil
-	}
-	rows, err := s.reader().QueryContext(ctx, `SELECT `+llmProviderColumns+` FROM llm_providers
-		WHERE user_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, userID, limit, offset)
+	total, err := s.count(ctx, `SELECT COUNT(*) FROM llm_providers WHERE user_id = $1`, userID)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var p LLMProvider
-		if err := scanLLMProvider(rows, &p); err != nil {
-			return nil, 0, err
-		}
-		out = append(out, p)
+	if limit == 0 {
+		return []LLMProvider{}, total, nil
 	}
-	return out, total, rows.Err()
+	out, err := queryAll(ctx, s.reader(), scanLLMProvider, `SELECT `+llmProviderColumns+` FROM llm_providers
+		WHERE user_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, userID, limit, offset)
+	return out, total, err
 }
 
 // LLMProviderUpdate writes every mutable field of p; a name the user

@@ -262,20 +262,7 @@ func isUniqueViolation(err error) bool {
 
 // strings runs a query of one text column and returns its values.
 func (s *Store) strings(ctx context.Context, q string, args ...any) ([]string, error) {
-	rows, err := s.reader().QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return queryAll(ctx, s.reader(), func(row interface{ Scan(...any) error }, v *string) error { return row.Scan(v) }, q, args...)
 }
 
 // expectOne reports ErrNotFound when an UPDATE or DELETE touched no row.

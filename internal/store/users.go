@@ -64,24 +64,12 @@ func (s *Store) UserGetByEmail(ctx context.Context, email string) (*User, error)
 
 // UserList returns a page of users, oldest first, and the total count.
 func (s *Store) UserList(ctx context.Context, limit, offset int) ([]User, int, error) {
-	var total int
-	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.reader().QueryContext(ctx, `SELECT `+userColumns+` FROM users ORDER BY created_at, id LIMIT $1 OFFSET $2`, limit, offset)
+	total, err := s.count(ctx, `SELECT COUNT(*) FROM users`)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	users := []User{}
-	for rows.Next() {
-		var u User
-		if err := scanUser(rows, &u); err != nil {
-			return nil, 0, err
-		}
-		users = append(users, u)
-	}
-	return users, total, rows.Err()
+	users, err := queryAll(ctx, s.reader(), scanUser, `SELECT `+userColumns+` FROM users ORDER BY created_at, id LIMIT $1 OFFSET $2`, limit, offset)
+	return users, total, err
 }
 
 // UserUpdate saves the profile and flags of u (not its password).
@@ -99,7 +87,5 @@ func (s *Store) UserSetPassword(ctx context.Context, id, hash string, at time.Ti
 
 // UserCountActiveAdmins counts the admins who can still sign in.
 func (s *Store) UserCountActiveAdmins(ctx context.Context) (int, error) {
-	var n int
-	err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM users WHERE is_admin AND is_active`).Scan(&n)
-	return n, err
+	return s.count(ctx, `SELECT COUNT(*) FROM users WHERE is_admin AND is_active`)
 }

@@ -55,27 +55,20 @@ func (s *Store) WebhookDeliveryCreate(ctx context.Context, d *WebhookDelivery) e
 // WebhookDeliveryList returns a page of an activation's delivery attempts,
 // oldest first, and their total.
 func (s *Store) WebhookDeliveryList(ctx context.Context, activationID string, limit, offset int) ([]WebhookDelivery, int, error) {
-	var total int
-	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM webhook_deliveries WHERE activation_id = $1`, activationID).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := s.reader().QueryContext(ctx, `
-		SELECT id, activation_id, app_id, webhook_id, event_type, url, attempt, status_code, error, duration_ms, created_at
-		FROM webhook_deliveries WHERE activation_id = $1 ORDER BY created_at, attempt LIMIT $2 OFFSET $3`, activationID, limit, offset)
+	total, err := s.count(ctx, `SELECT COUNT(*) FROM webhook_deliveries WHERE activation_id = $1`, activationID)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer rows.Close()
-	out := []WebhookDelivery{}
-	for rows.Next() {
-		var d WebhookDelivery
-		var appID sql.NullString
-		if err := rows.Scan(&d.ID, &d.ActivationID, &appID, &d.WebhookID, &d.EventType, &d.URL, &d.Attempt,
-			&d.StatusCode, &d.Error, &d.DurationMS, &d.CreatedAt); err != nil {
-			return nil, 0, err
-		}
-		d.AppID = appID.String
-		out = append(out, d)
-	}
-	return out, total, rows.Err()
+	out, err := queryAll(ctx, s.reader(), scanDelivery, `
+		SELECT id, activation_id, app_id, webhook_id, event_type, url, attempt, status_code, error, duration_ms, created_at
+		FROM webhook_deliveries WHERE activation_id = $1 ORDER BY created_at, attempt LIMIT $2 OFFSET $3`, activationID, limit, offset)
+	return out, total, err
+}
+
+func scanDelivery(row interface{ Scan(...any) error }, d *WebhookDelivery) error {
+	var appID sql.NullString
+	err := row.Scan(&d.ID, &d.ActivationID, &appID, &d.WebhookID, &d.EventType, &d.URL, &d.Attempt,
+		&d.StatusCode, &d.Error, &d.DurationMS, &d.CreatedAt)
+	d.AppID = appID.String
+	return err
 }

@@ -55,18 +55,7 @@ func (s *Store) ActivationWorkersWithoutHeartbeat(ctx context.Context) ([]string
 }
 
 func (s *Store) workers(ctx context.Context, q string, args ...any) ([]Worker, error) {
-	rows, err := s.reader().QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	list := []Worker{}
-	for rows.Next() {
-		var w Worker
-		if err := rows.Scan(&w.ID, &w.Hostname, &w.PID, &w.Version, &w.StartedAt, &w.HeartbeatAt, &w.Running, &w.Concurrency); err != nil {
-			return nil, err
-		}
-		list = append(list, w)
-	}
-	return list, rows.Err()
+	return queryAll(ctx, s.reader(), func(row interface{ Scan(...any) error }, w *Worker) error {
+		return row.Scan(&w.ID, &w.Hostname, &w.PID, &w.Version, &w.StartedAt, &w.HeartbeatAt, &w.Running, &w.Concurrency)
+	}, q, args...)
 }
