@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/events"
@@ -22,7 +21,6 @@ type Recovery struct {
 	self      store.Worker
 	stop      chan struct{}
 	done      sync.WaitGroup
-	running   atomic.Int64
 	closeOnce sync.Once
 }
 

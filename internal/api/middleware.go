@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -185,10 +184,4 @@ func (p *headerProbe) WriteHeader(code int) {
 // wantsJSON reports whether the client asked for JSON rather than a redirect.
 func wantsJSON(accept string) bool {
 	return strings.Contains(accept, "application/json")
-}
-
-// isMaxBytes reports whether err is the body cap being hit.
-func isMaxBytes(err error) bool {
-	var mbe *http.MaxBytesError
-	return errors.As(err, &mbe)
 }

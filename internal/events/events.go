@@ -5,7 +5,6 @@
 package events
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 )
@@ -34,10 +33,4 @@ type Event struct {
 	Error        string          `json:"error,omitempty"`
 	Delta        string          `json:"delta,omitempty"`
 	Timestamp    time.Time       `json:"timestamp"`
-}
-
-// Publisher delivers committed events. Publish must not block on slow
-// consumers.
-type Publisher interface {
-	Publish(ctx context.Context, evs ...Event)
 }
