@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/riverqueue/river"
 )
 
@@ -102,7 +103,9 @@ func (s *Service) runLocal(id string, jobID int64) {
 // deferredOpts is the job of an activation about to run locally: a safety
 // net, cancelled when the activation ends.
 func deferredOpts(priority int) *river.InsertOpts {
-	return &river.InsertOpts{Priority: priority, MaxAttempts: 10, ScheduledAt: time.Now().Add(deferFor)}
+	opts := jobOpts(priority)
+	opts.ScheduledAt = time.Now().Add(deferFor)
+	return opts
 }
 
 // refreshPaused follows the queue's pause state, which an admin may set on
@@ -112,7 +115,7 @@ func (s *Service) refreshPaused(ctx context.Context) {
 	if l == nil {
 		return
 	}
-	q, err := s.Queue.Client().QueueGet(ctx, river.QueueDefault)
+	q, err := s.Queue.Client().QueueGet(ctx, queue.Activations)
 	if err == nil {
 		l.paused.Store(q.PausedAt != nil)
 	}

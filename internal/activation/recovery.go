@@ -154,7 +154,7 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 					return err
 				}
 				ev = &e
-				return s.webhookTx(ctx, tx, ended, e)
+				return s.webhookTx(ctx, tx, ended, nil, e)
 			}
 			if ok, err := tx.ActivationRequeue(ctx, id); err != nil || !ok {
 				return err

@@ -195,7 +195,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		if err := tx.ActivationCreate(ctx, a); err != nil {
 			return err
 		}
-		opts := &river.InsertOpts{Priority: a.Priority, MaxAttempts: 10}
+		opts := jobOpts(a.Priority)
 		if here {
 			opts = deferredOpts(a.Priority)
 		}
@@ -250,10 +250,13 @@ func (s *Service) replay(ctx context.Context, userID, key, hash string) (*store.
 
 // enqueue inserts the activation's job in tx: it commits with the row.
 func (s *Service) enqueue(ctx context.Context, tx *store.Store, a *store.Activation) error {
-	_, err := s.Queue.Client().InsertTx(ctx, tx.Tx(), Args{ActivationID: a.ID}, &river.InsertOpts{
-		Priority: a.Priority, MaxAttempts: 10,
-	})
+	_, err := s.Queue.Client().InsertTx(ctx, tx.Tx(), Args{ActivationID: a.ID}, jobOpts(a.Priority))
 	return err
+}
+
+// jobOpts places an activation's job on the activations queue.
+func jobOpts(priority int) *river.InsertOpts {
+	return &river.InsertOpts{Queue: queue.Activations, Priority: priority, MaxAttempts: 10}
 }
 
 func validate(r *Request) error {
@@ -362,7 +365,7 @@ func (s *Service) Cancel(ctx context.Context, a *store.Activation) (*store.Activ
 		if err := s.Events.Append(ctx, tx, &ev); err != nil {
 			return err
 		}
-		return s.webhookTx(ctx, tx, done, ev)
+		return s.webhookTx(ctx, tx, done, nil, ev)
 	})
 	if err != nil {
 		return nil, err
@@ -421,9 +424,9 @@ func (s *Service) SetPaused(ctx context.Context, paused bool) error {
 		l.paused.Store(paused)
 	}
 	if paused {
-		return s.Queue.Client().QueuePause(ctx, river.QueueDefault, nil)
+		return s.Queue.Client().QueuePause(ctx, queue.Activations, nil)
 	}
-	return s.Queue.Client().QueueResume(ctx, river.QueueDefault, nil)
+	return s.Queue.Client().QueueResume(ctx, queue.Activations, nil)
 }
 
 // Job is a queue job as the admin sees it.

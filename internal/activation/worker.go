@@ -78,7 +78,7 @@ func (s *Service) run(ctx context.Context, id string, jobID int64) error {
 
 	agent, err := s.Store.AgentGet(ctx, a.AgentID)
 	if err != nil {
-		return s.finish(ctx, a, jobID, nil, fmt.Errorf("load agent: %w", err))
+		return s.finish(ctx, a, nil, jobID, nil, fmt.Errorf("load agent: %w", err))
 	}
 	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
 	runCtx, cancel := context.WithCancelCause(ctx)
@@ -93,11 +93,11 @@ func (s *Service) run(ctx context.Context, id string, jobID int64) error {
 	output, runErr := s.execute(runCtx, a, agent)
 	switch cause := context.Cause(runCtx); {
 	case runErr == nil:
-		return s.finish(ctx, a, jobID, output, nil)
+		return s.finish(ctx, a, agent, jobID, output, nil)
 	case errors.Is(cause, errCancelled):
 		return nil // Cancel already recorded the end
 	case errors.Is(cause, errTimedOut):
-		return s.finish(ctx, a, jobID, nil, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
+		return s.finish(ctx, a, agent, jobID, nil, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
 	case ctx.Err() != nil:
 		// The process is stopping: hand the activation back; River retries
 		// the job, here or on another worker.
@@ -108,7 +108,7 @@ func (s *Service) run(ctx context.Context, id string, jobID int64) error {
 		}
 		return errShutdown
 	default:
-		return s.finish(ctx, a, jobID, nil, runErr)
+		return s.finish(ctx, a, agent, jobID, nil, runErr)
 	}
 }
 
@@ -138,7 +138,8 @@ func (s *Service) watchCancel(ctx context.Context, id string, cancel context.Can
 
 // finish records the outcome, its event and its webhook in one transaction
 // and publishes the event after commit.
-func (s *Service) finish(ctx context.Context, a *store.Activation, jobID int64, output json.RawMessage, runErr error) error {
+// agent is the activation's agent when the run loaded it, else nil.
+func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, output json.RawMessage, runErr error) error {
 	// The result must be saved even when the run's context is gone.
 	ctx = context.WithoutCancel(ctx)
 	o := store.Outcome{Status: store.StatusCompleted, OutputData: output, CompletedAt: s.now()}
@@ -164,7 +165,7 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, jobID int64, 
 		if err := s.Events.Append(ctx, tx, &ev); err != nil {
 			return err
 		}
-		return s.webhookTx(ctx, tx, ended, ev)
+		return s.webhookTx(ctx, tx, ended, agent, ev)
 	})
 	if err != nil {
 		return err
@@ -212,8 +213,9 @@ func (s *Service) handBack(ctx context.Context, a *store.Activation, jobID int64
 }
 
 // webhookTx queues the delivery of an ended activation's event to
-// metadata.webhook_url, else the agent's webhook_url.
-func (s *Service) webhookTx(ctx context.Context, tx *store.Store, a *store.Activation, ev events.Event) error {
+// metadata.webhook_url, else the agent's webhook_url. agent may be nil (a
+// cancel, a reaped activation): it is read only if needed.
+func (s *Service) webhookTx(ctx context.Context, tx *store.Store, a *store.Activation, agent *store.Agent, ev events.Event) error {
 	if s.Webhooks == nil {
 		return nil
 	}
@@ -222,11 +224,11 @@ func (s *Service) webhookTx(ctx context.Context, tx *store.Store, a *store.Activ
 	}
 	_ = json.Unmarshal(a.Metadata, &meta)
 	target := meta.WebhookURL
-	if target == "" {
-		agent, err := tx.AgentGet(ctx, a.AgentID)
-		if err == nil {
-			target = agent.WebhookURL
-		}
+	if target == "" && agent == nil {
+		agent, _ = tx.AgentGet(ctx, a.AgentID)
+	}
+	if target == "" && agent != nil {
+		target = agent.WebhookURL
 	}
 	if target == "" {
 		return nil

@@ -131,3 +131,48 @@ func TestActivationEventsReachSocketAndWebhook(t *testing.T) {
 		e.do("GET", "/api/v1/activations/"+id+"/deliveries", nil, bearer(other)).expectError(t, 404, "NotFoundError", "Activation not found")
 	})
 }
+
+// TestAgentWebhookURL: without metadata.webhook_url, an ended activation is
+// POSTed to its agent's webhook_url (failed ones too); metadata's wins.
+func TestAgentWebhookURL(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, store.SQLite, nil)
+	token := e.signup("u@example.com")
+	paths := make(chan string, 4)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var ev map[string]any
+		_ = json.Unmarshal(body, &ev)
+		paths <- r.URL.Path + " " + ev["type"].(string)
+	}))
+	t.Cleanup(rcv.Close)
+	f := e.llmAgent(token, nil, 0)
+	ag, err := e.srv.Store.AgentGet(context.Background(), f.agentID)
+	require.NoError(t, err)
+	ag.WebhookURL = rcv.URL + "/agent"
+	require.NoError(t, e.srv.Store.AgentUpdate(context.Background(), ag))
+	await := func() string {
+		select {
+		case p := <-paths:
+			return p
+		case <-time.After(30 * time.Second):
+			t.Fatal("no webhook")
+			return ""
+		}
+	}
+
+	e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "a"}}, bearer(token)).expect(t, 201)
+	require.Equal(t, "/agent activation_completed", await())
+
+	e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "b"},
+		"metadata": map[string]any{"webhook_url": rcv.URL + "/meta"}}, bearer(token)).expect(t, 201)
+	require.Equal(t, "/meta activation_completed", await())
+
+	// A cancelled activation (no run, so no agent loaded) still reaches it,
+	// and with activations paused: deliveries run on their own queue.
+	e.do("POST", "/api/v1/worker/pause", nil, bearer(token)).expect(t, 200) // first user: admin
+	time.Sleep(150 * time.Millisecond)                                      // River applies a pause asynchronously
+	id := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "c"}}, bearer(token)).expect(t, 201).str("activation_id")
+	e.do("POST", "/api/v1/activations/"+id+"/cancel", nil, bearer(token)).expect(t, 200)
+	require.Equal(t, "/agent activation_failed", await())
+}

@@ -32,6 +32,15 @@ type Options struct {
 	FetchCooldown time.Duration
 }
 
+// Activations is the queue of activation jobs, apart from the default
+// queue's webhook deliveries and housekeeping: pausing activations (an
+// admin's POST /api/v1/worker/pause) must not stop those.
+const Activations = "activations"
+
+// housekeepingWorkers bounds the default queue: webhook deliveries and
+// periodic clean-ups.
+const housekeepingWorkers = 4
+
 // River hands a job whose worker died back to the queue only after
 // RescueStuckJobsAfter; its default, an hour, would leave an activation
 // queued that long when its process died between River's fetch and the
@@ -81,7 +90,10 @@ func (q *Queue) Start(ctx context.Context) error {
 		RescueStuckJobsAfter: rescueStuckJobsAfter,
 	}
 	if q.opts.RunWorkers {
-		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: max(1, q.opts.Workers)}}
+		cfg.Queues = map[string]river.QueueConfig{
+			Activations:        {MaxWorkers: max(1, q.opts.Workers)},
+			river.QueueDefault: {MaxWorkers: housekeepingWorkers},
+		}
 		cfg.PeriodicJobs = q.periodic
 	}
 	client, err := river.NewClient(q.store.RiverDriver(), cfg)
