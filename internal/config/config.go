@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -63,13 +62,18 @@ func (c *Config) RegistrationOpen() bool { return c.Registration != "closed" }
 
 // FromEnv reads the configuration from getenv (os.Getenv in main, a map in
 // tests). _FILE variants of secrets are read here.
+// DefaultWorkers is AP_WORKERS unset. An activation spends nearly all its
+// time waiting for the LLM vendor, so a worker's concurrency is bounded by
+// what the vendors accept, not by CPUs; River's own default is the same.
+const DefaultWorkers = 100
+
 func FromEnv(getenv func(string) string) (*Config, error) {
 	c := &Config{
 		Addr:              "127.0.0.1:8080",
 		DataDir:           "./data",
 		Env:               "development",
 		LogLevel:          "info",
-		Workers:           2 * runtime.NumCPU(),
+		Workers:           DefaultWorkers,
 		Registration:      "open",
 		RateLimit:         600,
 		LoginFailureLimit: 10,

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -48,7 +47,7 @@ func TestDefaults(t *testing.T) {
 	require.Empty(t, c.DatabaseURL)
 	require.Equal(t, "development", c.Env)
 	require.Equal(t, "info", c.LogLevel)
-	require.Equal(t, 2*runtime.NumCPU(), c.Workers)
+	require.Equal(t, DefaultWorkers, c.Workers)
 	require.Equal(t, "open", c.Registration)
 	require.Equal(t, 600, c.RateLimit)
 	require.Equal(t, 10, c.LoginFailureLimit)
