@@ -90,6 +90,10 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		return nil, err
 	}
 	s := &Server{Config: cfg, Log: log, Store: st, Metrics: metrics.New(), opts: opts}
+	if err := st.Exclusive(); err != nil {
+		st.Close()
+		return nil, err
+	}
 	if err := s.build(ctx); err != nil {
 		st.Close()
 		return nil, err

@@ -80,19 +80,33 @@ func jsonOr(raw json.RawMessage, empty string) string {
 	return string(raw)
 }
 
-// ActivationCreate inserts a queued activation. A repeated idempotency key of
-// the same user is ErrConflict.
+// ActivationCreate inserts an activation: queued, or running when its
+// creator claims it at once. A repeated idempotency key of the same user is
+// ErrConflict.
 func (s *Store) ActivationCreate(ctx context.Context, a *Activation) error {
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO activations
-		(id, user_id, app_id, agent_id, status, input_data, context, metadata, priority, chat_id, created_at, idempotency_key, request_hash)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+	var row Activation
+	err := scanActivation(s.writer().QueryRowContext(ctx, `INSERT INTO activations
+		(id, user_id, app_id, agent_id, status, input_data, context, metadata, priority, chat_id, created_at, idempotency_key, request_hash,
+		 started_at, worker_id, attempt)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+		RETURNING `+activationColumns,
 		a.ID, a.UserID, nullable(a.AppID), a.AgentID, a.Status, jsonOr(a.InputData, "{}"), jsonOr(a.Context, "{}"),
-		jsonOr(a.Metadata, "{}"), a.Priority, nullable(a.ChatID), s.ts(a.CreatedAt), nullable(a.IdempotencyKey), nullable(a.RequestHash))
-	return mapErr(err)
+		jsonOr(a.Metadata, "{}"), a.Priority, nullable(a.ChatID), s.ts(a.CreatedAt), nullable(a.IdempotencyKey), nullable(a.RequestHash),
+		s.tsPtr(a.StartedAt), nullable(a.WorkerID), a.Attempt), &row)
+	if err != nil {
+		return mapErr(err)
+	}
+	s.cacheActivation(&row)
+	return nil
 }
 
 // ActivationGet returns the activation with id, whoever owns it.
 func (s *Store) ActivationGet(ctx context.Context, id string) (*Activation, error) {
+	if s.acts != nil && s.tx == nil {
+		if a, ok := s.acts.get(id); ok {
+			return a, nil
+		}
+	}
 	var a Activation
 	err := scanActivation(s.reader().QueryRowContext(ctx, `SELECT `+activationColumns+` FROM activations WHERE id = $1`, id), &a)
 	return &a, mapErr(err)
@@ -112,6 +126,7 @@ func (s *Store) ActivationGetByIdempotencyKey(ctx context.Context, userID, key s
 func (s *Store) ActivationReleaseIdempotencyKey(ctx context.Context, userID, key string, before time.Time) error {
 	_, err := s.writer().ExecContext(ctx, `UPDATE activations SET idempotency_key = NULL
 		WHERE user_id = $1 AND idempotency_key = $2 AND created_at < $3`, userID, key, s.ts(before))
+	s.uncacheActivation("")
 	return err
 }
 
@@ -124,13 +139,7 @@ func (s *Store) ActivationClaim(ctx context.Context, id, workerID string, now ti
 		SET status = 'running', started_at = $3, worker_id = $2, attempt = attempt + 1
 		WHERE id = $1 AND status = 'queued'
 		RETURNING `+activationColumns, id, workerID, s.ts(now)), &a)
-	if err == sql.ErrNoRows {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return &a, true, nil
+	return s.changed(&a, err)
 }
 
 // Outcome is how an activation ended.
@@ -154,13 +163,7 @@ func (s *Store) ActivationFinish(ctx context.Context, id string, o Outcome) (*Ac
 	var a Activation
 	err := scanActivation(s.writer().QueryRowContext(ctx, s.finishSQL("status = 'running'"),
 		id, o.Status, output, errText, s.ts(o.CompletedAt)), &a)
-	if err == sql.ErrNoRows {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	return &a, true, nil
+	return s.changed(&a, err)
 }
 
 // ActivationCancel fails a queued or running activation with reason and
@@ -170,13 +173,20 @@ func (s *Store) ActivationCancel(ctx context.Context, id, reason string, now tim
 	err := scanActivation(s.writer().QueryRowContext(ctx,
 		strings.Replace(s.finishSQL("status IN ('queued', 'running')"), "SET ", "SET cancel_requested = TRUE, ", 1),
 		id, StatusFailed, nil, reason, s.ts(now)), &a)
+	return s.changed(&a, err)
+}
+
+// changed is the result of an UPDATE … RETURNING of one activation: ok is
+// false when no row matched.
+func (s *Store) changed(a *Activation, err error) (*Activation, bool, error) {
 	if err == sql.ErrNoRows {
 		return nil, false, nil
 	}
 	if err != nil {
 		return nil, false, err
 	}
-	return &a, true, nil
+	s.cacheActivation(a)
+	return a, true, nil
 }
 
 // finishSQL ends an activation whose status matches cond. duration_ms is
@@ -198,6 +208,7 @@ func (s *Store) ActivationRequeue(ctx context.Context, id string) (bool, error) 
 	if err != nil {
 		return false, err
 	}
+	s.uncacheActivation(id)
 	n, err := res.RowsAffected()
 	return n == 1, err
 }

@@ -144,7 +144,9 @@ func (s *Store) AgentUpdate(ctx context.Context, a *Agent) error {
 
 // AgentDelete deletes an agent and its activations.
 func (s *Store) AgentDelete(ctx context.Context, id string) error {
-	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM agents WHERE id = $1`, id))
+	err := expectOne(s.writer().ExecContext(ctx, `DELETE FROM agents WHERE id = $1`, id))
+	s.uncacheActivation("") // its activations went with it
+	return err
 }
 
 // AgentUpsertSystem creates the system agent a, or brings an existing one

@@ -58,7 +58,19 @@ type Store struct {
 	read    *sql.DB // SQLite: read-only pool; PostgreSQL: the pool
 	write   *sql.DB // SQLite: one connection; PostgreSQL: the same pool as read
 	tx      *sql.Tx
-	display string // the database for logs, without credentials
+	// shared marks a transaction of the SQLite committer (commit.go): its
+	// statements ignore their callers' cancellation.
+	shared  bool
+	commits *committer // SQLite: runs InTx; nil on PostgreSQL
+	// checkpoints copies SQLite's WAL back into the database (checkpoint.go).
+	checkpoints *checkpointer
+	// acts serves activation reads on SQLite (actcache.go); nil on PostgreSQL.
+	acts *activationCache
+	// hooks collects what runs once this Store's transaction has committed.
+	hooks   *[]func()
+	file    string   // SQLite: the database file
+	lock    *os.File // SQLite: held while Exclusive
+	display string   // the database for logs, without credentials
 	// migrated remembers a successful Migrated check (shared by tx copies).
 	migrated *atomic.Bool
 }
@@ -112,11 +124,11 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	}
 	// synchronous(NORMAL) in WAL mode loses nothing when the process dies
 	// (the kill -9 case); only an OS crash can lose the last commits.
-	pragmas := "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	pragmas := "_pragma=temp_store(2)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
 	// _txlock=immediate takes the write lock at BEGIN, so a transaction never
 	// fails halfway when it upgrades from reading to writing.
 	drv := &sqlite.Driver{}
-	write := sql.OpenDB(cachingConnector{dsn: "file:" + path + "?" + pragmas + "&_txlock=immediate", drv: drv})
+	write := sql.OpenDB(cachingConnector{dsn: "file:" + path + "?" + pragmas + "&_pragma=wal_autocheckpoint(0)&_txlock=immediate", drv: drv})
 	write.SetMaxOpenConns(1)
 	write.SetMaxIdleConns(1)
 	write.SetConnMaxLifetime(0)
@@ -129,7 +141,13 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	read := sql.OpenDB(cachingConnector{dsn: "file:" + path + "?" + pragmas + "&_pragma=query_only(1)", drv: drv})
 	read.SetMaxOpenConns(max(4, 2*runtime.NumCPU()))
 	read.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
-	return &Store{dialect: SQLite, read: read, write: write, display: "sqlite " + path, migrated: new(atomic.Bool)}, nil
+	s := &Store{dialect: SQLite, read: read, write: write, file: path, display: "sqlite " + path, migrated: new(atomic.Bool),
+		acts: newActivationCache()}
+	s.commits = newCommitter(s)
+	ckpt := sql.OpenDB(cachingConnector{dsn: "file:" + path + "?" + pragmas, drv: drv})
+	ckpt.SetMaxOpenConns(1)
+	s.checkpoints = startCheckpointer(ckpt)
+	return s, nil
 }
 
 // Close closes the connections.
@@ -137,7 +155,14 @@ func (s *Store) Close() error {
 	if s.read == s.write {
 		return s.read.Close()
 	}
-	return errors.Join(s.read.Close(), s.write.Close())
+	s.commits.close()
+	err := errors.Join(s.checkpoints.close(), s.read.Close(), s.write.Close())
+	if s.lock != nil {
+		// Released last: the next process may start once this one has
+		// checkpointed and closed.
+		err = errors.Join(err, s.lock.Close())
+	}
+	return err
 }
 
 // Dialect reports which database this is.
@@ -154,15 +179,42 @@ func (s *Store) DB() *sql.DB { return s.write }
 // takes it so a job commits or rolls back with the rows it belongs to.
 func (s *Store) Tx() *sql.Tx { return s.tx }
 
+// TxContext is the context for statements that code outside the store
+// (River) runs in this Store's transaction: a shared SQLite transaction must
+// not be interrupted by one caller's cancellation (commit.go).
+func (s *Store) TxContext(ctx context.Context) context.Context {
+	if s.shared {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
+}
+
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.read.PingContext(ctx) }
 
 // InTx runs fn in one transaction on a Store bound to it, committing when
-// fn returns nil. Nested calls join the outer transaction.
+// fn returns nil. Nested calls join the outer transaction. fn must not wait
+// for anything but the database: on SQLite it runs on the committer's
+// goroutine, which other transactions wait for.
 func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) (err error) {
 	if s.tx != nil {
 		return fn(s)
 	}
+	if s.commits != nil {
+		r := &txReq{ctx: ctx, fn: fn, done: make(chan struct{})}
+		if err := s.commits.submit(ctx, r); err != nil {
+			return err
+		}
+		<-r.done
+		if r.panicked != nil {
+			panic(r.panicked)
+		}
+		return r.err
+	}
+	return s.inOwnTx(ctx, fn)
+}
+
+func (s *Store) inOwnTx(ctx context.Context, fn func(tx *Store) error) (err error) {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("store: begin: %w", err)
@@ -176,29 +228,62 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) (err error) 
 			_ = tx.Rollback()
 		}
 	}()
+	var hooks []func()
 	bound := *s
-	bound.tx = tx
+	bound.tx, bound.hooks = tx, &hooks
 	if err = fn(&bound); err != nil {
 		return err
 	}
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	for _, h := range hooks {
+		h()
+	}
 	return nil
 }
 
-func (s *Store) reader() querier {
-	if s.tx != nil {
-		return s.tx
+// afterCommit runs fn once this Store's transaction has committed (at once
+// outside a transaction); a rolled-back transaction drops it.
+func (s *Store) afterCommit(fn func()) {
+	if s.hooks == nil {
+		fn()
+		return
 	}
-	return s.read
+	*s.hooks = append(*s.hooks, fn)
+}
+
+func (s *Store) reader() querier {
+	if s.tx == nil {
+		return s.read
+	}
+	return s.writer()
 }
 
 func (s *Store) writer() querier {
-	if s.tx != nil {
+	switch {
+	case s.shared:
+		return uncancelled{s.tx}
+	case s.tx != nil:
 		return s.tx
 	}
 	return s.write
+}
+
+// uncancelled runs statements of a shared transaction without their
+// callers' cancellation (see committer.run).
+type uncancelled struct{ tx *sql.Tx }
+
+func (u uncancelled) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return u.tx.ExecContext(context.WithoutCancel(ctx), q, args...)
+}
+
+func (u uncancelled) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return u.tx.QueryContext(context.WithoutCancel(ctx), q, args...)
+}
+
+func (u uncancelled) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return u.tx.QueryRowContext(context.WithoutCancel(ctx), q, args...)
 }
 
 // sqliteTime is the fixed-width UTC text SQLite stores timestamps as. Fixed

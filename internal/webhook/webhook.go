@@ -250,7 +250,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *store.Store, appID, url str
 	if tx.Tx() == nil {
 		_, err = s.queue.Client().Insert(ctx, args, opts)
 	} else {
-		_, err = s.queue.Client().InsertTx(ctx, tx.Tx(), args, opts)
+		_, err = s.queue.Client().InsertTx(tx.TxContext(ctx), tx.Tx(), args, opts)
 	}
 	if err != nil {
 		return fmt.Errorf("webhook: enqueue: %w", err)

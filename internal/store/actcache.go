@@ -1,0 +1,90 @@
+package store
+
+import (
+	"sync"
+	"time"
+)
+
+// A program waiting for an activation polls it, several times per
+// activation, and on SQLite each of those reads re-reads pages the last
+// commit invalidated. On SQLite this process makes every write, so the store
+// keeps the activations it has recently written, as committed, and answers
+// ActivationGet from memory. Every statement that changes an activation
+// updates or drops its entry once its transaction has committed; deleting
+// an app or an agent (whose activations go with it) empties the cache.
+// PostgreSQL has no cache: other processes write there too.
+type activationCache struct {
+	mu      sync.Mutex
+	cur     map[string]*Activation
+	old     map[string]*Activation
+	rotated time.Time
+}
+
+// activationCacheSpan is how long an entry lives at least (and at most
+// twice that): long enough for the polls that follow an activation's end.
+const activationCacheSpan = 5 * time.Second
+
+func newActivationCache() *activationCache {
+	return &activationCache{cur: map[string]*Activation{}, old: map[string]*Activation{}, rotated: time.Now()}
+}
+
+// get returns a copy of the cached activation.
+func (c *activationCache) get(id string) (*Activation, bool) {
+	c.mu.Lock()
+	a, ok := c.cur[id]
+	if !ok {
+		a, ok = c.old[id]
+	}
+	c.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	cp := *a
+	return &cp, true
+}
+
+func (c *activationCache) put(a *Activation) {
+	cp := *a
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if now := time.Now(); now.Sub(c.rotated) >= activationCacheSpan {
+		c.old, c.cur, c.rotated = c.cur, make(map[string]*Activation, len(c.cur)), now
+	}
+	delete(c.old, a.ID)
+	c.cur[a.ID] = &cp
+}
+
+func (c *activationCache) drop(id string) {
+	c.mu.Lock()
+	delete(c.cur, id)
+	delete(c.old, id)
+	c.mu.Unlock()
+}
+
+func (c *activationCache) clear() {
+	c.mu.Lock()
+	c.cur, c.old = map[string]*Activation{}, map[string]*Activation{}
+	c.mu.Unlock()
+}
+
+// cacheActivation records a's new committed state, if this store caches.
+func (s *Store) cacheActivation(a *Activation) {
+	if s.acts != nil {
+		s.afterCommit(func() { s.acts.put(a) })
+	}
+}
+
+// uncacheActivation forgets id (or every activation, for ""), once the
+// change commits.
+func (s *Store) uncacheActivation(id string) {
+	if s.acts == nil {
+		return
+	}
+	s.afterCommit(func() {
+		if id == "" {
+			s.acts.clear()
+		} else {
+			s.acts.drop(id)
+		}
+	})
+}

@@ -1,0 +1,215 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// SQLite has one writer, and each transaction pays for its BEGIN, for its
+// COMMIT and for writing every page it touched to the WAL, however little it
+// changed there. Under load most of a write transaction is that overhead, and
+// callers queue for the one connection in random order. The committer runs
+// the transactions waiting at that moment as one transaction (group commit):
+// each caller's function in its own savepoint, so one that fails rolls back
+// alone, and one COMMIT for all. Callers see what they saw before: their
+// function ran alone in a transaction that had committed when InTx returned;
+// only the commit is shared.
+type committer struct {
+	db    *sql.DB
+	store *Store // what the transactions' bound stores copy
+	reqs  chan *txReq
+	mu    sync.RWMutex // held for reading while submitting, for writing by close
+	shut  bool
+	ended chan struct{}
+	// checkpointed is when the committer last checkpointed (loop only).
+	checkpointed time.Time
+}
+
+// txReq is one caller's transaction.
+type txReq struct {
+	ctx      context.Context
+	fn       func(tx *Store) error
+	done     chan struct{} // closed once err and panicked are set
+	err      error
+	panicked any
+	hooks    []func() // what fn asked to run after commit
+}
+
+// maxBatch bounds how many transactions share a commit, so that a batch's
+// latency stays short while many callers wait.
+const maxBatch = 256
+
+var errClosed = errors.New("store: closed")
+
+func newCommitter(s *Store) *committer {
+	c := &committer{db: s.write, store: s, reqs: make(chan *txReq, maxBatch), ended: make(chan struct{})}
+	go c.loop()
+	return c
+}
+
+// submit hands r to the committer; false when the store is closed.
+func (c *committer) submit(ctx context.Context, r *txReq) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.shut {
+		return errClosed
+	}
+	select {
+	case c.reqs <- r:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close lets the queued transactions commit, then stops.
+func (c *committer) close() {
+	c.mu.Lock()
+	if !c.shut {
+		c.shut = true
+		close(c.reqs)
+	}
+	c.mu.Unlock()
+	<-c.ended
+}
+
+func (c *committer) loop() {
+	defer close(c.ended)
+	var carry []*txReq // not yet run when their batch broke
+	for {
+		batch := carry
+		carry = nil
+		if len(batch) == 0 {
+			r, ok := <-c.reqs
+			if !ok {
+				return
+			}
+			batch = append(batch, r)
+		}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r, ok := <-c.reqs:
+				if !ok {
+					break drain
+				}
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		c.checkpoint()
+		ran, rest := c.run(batch)
+		carry = rest
+		for _, r := range ran {
+			close(r.done)
+		}
+	}
+}
+
+// checkpoint completes the WAL's checkpoint between two batches, now and
+// then: the checkpointer (checkpoint.go) copies most of the WAL meanwhile,
+// but only a checkpoint with no write transaction open can finish it, and
+// only a finished one lets the next transaction start the WAL over instead
+// of growing it without end.
+func (c *committer) checkpoint() {
+	if time.Since(c.checkpointed) < checkpointEvery {
+		return
+	}
+	c.checkpointed = time.Now()
+	_, _ = c.db.Exec("PRAGMA wal_checkpoint(PASSIVE)")
+}
+
+// run runs batch in one transaction. It returns the requests that ran (their
+// err set) and those it could not run because the transaction broke.
+func (c *committer) run(batch []*txReq) (ran, rest []*txReq) {
+	// The transaction belongs to no caller: one caller's cancellation must
+	// not interrupt a statement, which would make SQLite roll back everyone's
+	// work.
+	tx, err := c.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		for _, r := range batch {
+			r.err = fmt.Errorf("store: begin: %w", err)
+		}
+		return batch, nil
+	}
+	bound := *c.store
+	bound.tx, bound.shared = tx, true
+	savepoints := len(batch) > 1
+	var failed error
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			ran = append(ran, r)
+			continue
+		}
+		if savepoints {
+			if _, err := tx.Exec("SAVEPOINT tx"); err != nil {
+				failed, rest = err, batch[i:]
+				break
+			}
+		}
+		own := bound
+		own.hooks = &r.hooks
+		r.err, r.panicked = call(r.fn, &own)
+		ran = append(ran, r)
+		if r.err == nil && r.panicked == nil {
+			if savepoints {
+				if _, err := tx.Exec("RELEASE tx"); err != nil {
+					failed, rest = err, batch[i+1:]
+					break
+				}
+			}
+			continue
+		}
+		r.hooks = nil
+		if !savepoints {
+			_ = tx.Rollback()
+			return ran, nil
+		}
+		// ROLLBACK TO fails only when SQLite has already rolled the whole
+		// transaction back (an I/O error, say): everyone's work is gone.
+		if _, err := tx.Exec("ROLLBACK TO tx"); err != nil {
+			failed, rest = err, batch[i+1:]
+			break
+		}
+		if _, err := tx.Exec("RELEASE tx"); err != nil {
+			failed, rest = err, batch[i+1:]
+			break
+		}
+	}
+	if failed == nil {
+		failed = tx.Commit()
+		if failed != nil {
+			failed = fmt.Errorf("store: commit: %w", failed)
+		}
+	} else {
+		_ = tx.Rollback()
+		failed = fmt.Errorf("store: batch transaction: %w", failed)
+	}
+	for _, r := range ran {
+		switch {
+		case failed != nil && r.err == nil && r.panicked == nil:
+			r.err = failed
+		case failed == nil:
+			for _, h := range r.hooks {
+				h()
+			}
+		}
+	}
+	return ran, rest
+}
+
+// call runs fn, turning a panic into a value the caller re-raises.
+func call(fn func(*Store) error, tx *Store) (err error, panicked any) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = p
+		}
+	}()
+	return fn(tx), nil
+}

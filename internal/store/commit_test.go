@@ -1,0 +1,264 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+// holdCommitter runs a transaction that waits until the returned release is
+// called, so that the transactions submitted meanwhile share the next commit
+// on SQLite (commit.go). wait blocks until n of them queue.
+func holdCommitter(t *testing.T, s *store.Store) (wait func(n int), release func()) {
+	t.Helper()
+	held, gate, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.InTx(context.Background(), func(*store.Store) error {
+			close(held)
+			<-gate
+			return nil
+		})
+	}()
+	<-held
+	wait = func(n int) {
+		if s.Dialect() != store.SQLite {
+			return // one transaction each: nothing queues
+		}
+		require.Eventually(t, func() bool { return s.QueuedTxs() >= n }, 10*time.Second, time.Millisecond)
+	}
+	release = sync.OnceFunc(func() {
+		close(gate)
+		require.NoError(t, <-done)
+	})
+	t.Cleanup(release)
+	return wait, release
+}
+
+func userAt(email string) *store.User {
+	now := store.Now()
+	return &store.User{ID: uuid.NewString(), Email: email, PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
+}
+
+// Transactions that share a commit keep their own outcome: one that fails
+// or panics rolls back alone, the others commit.
+func TestSharedCommitKeepsEachOutcome(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		wait, release := holdCommitter(t, s)
+
+		const n = 30
+		boom := errors.New("boom")
+		errs := make([]error, n)
+		panics := make([]any, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { panics[i] = recover() }()
+				errs[i] = s.InTx(ctx, func(tx *store.Store) error {
+					if err := tx.UserCreate(ctx, userAt(fmt.Sprintf("u%d@x.io", i)), false); err != nil {
+						return err
+					}
+					switch i % 3 {
+					case 1:
+						return boom
+					case 2:
+						panic(fmt.Sprintf("panic %d", i))
+					}
+					return nil
+				})
+			}()
+		}
+		wait(n)
+		release()
+		wg.Wait()
+
+		for i := range n {
+			_, err := s.UserGetByEmail(ctx, fmt.Sprintf("u%d@x.io", i))
+			switch i % 3 {
+			case 0:
+				require.NoError(t, errs[i], "tx %d", i)
+				require.Nil(t, panics[i])
+				require.NoError(t, err, "tx %d committed", i)
+			case 1:
+				require.ErrorIs(t, errs[i], boom)
+				require.ErrorIs(t, err, store.ErrNotFound, "tx %d rolled back", i)
+			case 2:
+				require.Equal(t, fmt.Sprintf("panic %d", i), panics[i], "the panic reaches its caller")
+				require.ErrorIs(t, err, store.ErrNotFound, "tx %d rolled back", i)
+			}
+		}
+	})
+}
+
+// A caller that gives up while its transaction waits gets its context's
+// error and writes nothing; one that cancels while its transaction runs
+// does not interrupt the others sharing the commit.
+func TestSharedCommitAndCancellation(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		wait, release := holdCommitter(t, s)
+
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		tx := func(i int, ctx context.Context, before func()) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = s.InTx(ctx, func(tx *store.Store) error {
+					before()
+					return tx.UserCreate(ctx, userAt(fmt.Sprintf("c%d@x.io", i)), false)
+				})
+			}()
+		}
+		tx(0, ctx, func() {})
+		gaveUp, giveUp := context.WithCancel(ctx)
+		tx(1, gaveUp, func() {})
+		running, cancelRunning := context.WithCancel(ctx)
+		tx(2, running, cancelRunning)
+		wait(3)
+		if d == store.SQLite {
+			giveUp() // queued, not yet run
+		}
+		release()
+		wg.Wait()
+		giveUp()
+
+		_, err := s.UserGetByEmail(ctx, "c0@x.io")
+		require.NoError(t, err)
+		if d == store.SQLite {
+			require.ErrorIs(t, errs[1], context.Canceled)
+			_, err = s.UserGetByEmail(ctx, "c1@x.io")
+			require.ErrorIs(t, err, store.ErrNotFound)
+		}
+		require.NoError(t, errs[0])
+	})
+}
+
+// What the activation cache answers (SQLite) follows commits only.
+func TestActivationReadsFollowCommits(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		u := newUser(t, s, "a@x.io", false)
+		now := store.Now()
+		app := &store.App{ID: uuid.NewString(), UserID: u.ID, Name: "A", Slug: "a", CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, s.AppCreate(ctx, app))
+		agent := &store.Agent{ID: uuid.NewString(), AppID: app.ID, UserID: u.ID, Name: "g", AgentTypeID: "llm", Version: "1", Status: "active", TimeoutSeconds: 30, CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, s.AgentCreate(ctx, agent))
+		newActivation := func(key string) *store.Activation {
+			return &store.Activation{ID: uuid.NewString(), UserID: u.ID, AppID: app.ID, AgentID: agent.ID, Status: store.StatusQueued,
+				Priority: 2, CreatedAt: store.Now(), IdempotencyKey: key}
+		}
+		status := func(id string) string {
+			a, err := s.ActivationGet(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				return "missing"
+			}
+			require.NoError(t, err)
+			return a.Status
+		}
+
+		// A rolled-back insert is not there.
+		a := newActivation("k")
+		boom := errors.New("boom")
+		require.ErrorIs(t, s.InTx(ctx, func(tx *store.Store) error {
+			require.NoError(t, tx.ActivationCreate(ctx, a))
+			return boom
+		}), boom)
+		require.Equal(t, "missing", status(a.ID))
+
+		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error { return tx.ActivationCreate(ctx, a) }))
+		require.Equal(t, store.StatusQueued, status(a.ID))
+
+		// A claim rolled back leaves it queued; a committed one shows.
+		require.ErrorIs(t, s.InTx(ctx, func(tx *store.Store) error {
+			_, ok, err := tx.ActivationClaim(ctx, a.ID, "w1", store.Now())
+			require.NoError(t, err)
+			require.True(t, ok)
+			return boom
+		}), boom)
+		require.Equal(t, store.StatusQueued, status(a.ID))
+		_, ok, err := s.ActivationClaim(ctx, a.ID, "w1", store.Now())
+		require.NoError(t, err)
+		require.True(t, ok)
+		got, err := s.ActivationGet(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusRunning, got.Status)
+		require.Equal(t, "w1", got.WorkerID)
+		require.Equal(t, 1, got.Attempt)
+
+		ok, err = s.ActivationRequeue(ctx, a.ID)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, store.StatusQueued, status(a.ID))
+		_, _, err = s.ActivationClaim(ctx, a.ID, "w2", store.Now())
+		require.NoError(t, err)
+		_, ok, err = s.ActivationFinish(ctx, a.ID, store.Outcome{Status: store.StatusCompleted, OutputData: []byte(`{"response":"hi"}`), CompletedAt: store.Now()})
+		require.NoError(t, err)
+		require.True(t, ok)
+		got, err = s.ActivationGet(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusCompleted, got.Status)
+		require.JSONEq(t, `{"response":"hi"}`, string(got.OutputData))
+		got.Status = "scribbled" // a caller's copy, not the cache's entry
+		require.Equal(t, store.StatusCompleted, status(a.ID))
+
+		require.NoError(t, s.ActivationReleaseIdempotencyKey(ctx, u.ID, "k", store.Now().Add(time.Second)))
+		got, err = s.ActivationGet(ctx, a.ID)
+		require.NoError(t, err)
+		require.Empty(t, got.IdempotencyKey)
+
+		b := newActivation("")
+		require.NoError(t, s.ActivationCreate(ctx, b))
+		_, ok, err = s.ActivationCancel(ctx, b.ID, "Cancelled by user", store.Now())
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, store.StatusFailed, status(b.ID))
+
+		// Deleting the app takes its activations along.
+		require.NoError(t, s.AppDelete(ctx, app.ID))
+		require.Equal(t, "missing", status(a.ID))
+		require.Equal(t, "missing", status(b.ID))
+	})
+}
+
+// One process serves a SQLite database; PostgreSQL has no such lock.
+func TestExclusive(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		url := testdb.URL(t, d)
+		first, err := store.Open(ctx, url)
+		require.NoError(t, err)
+		defer first.Close()
+		second, err := store.Open(ctx, url)
+		require.NoError(t, err)
+		defer second.Close()
+
+		require.NoError(t, first.Exclusive())
+		err = second.Exclusive()
+		if d == store.Postgres {
+			require.NoError(t, err)
+			return
+		}
+		require.ErrorContains(t, err, "in use by another agentplatform process")
+		require.NoError(t, first.Close())
+		require.NoError(t, second.Exclusive(), "free once the first closes")
+	})
+}

@@ -1,0 +1,29 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+var errLocked = errors.New("locked")
+
+// Exclusive makes this process the only server of a SQLite database until
+// Close: the group commit (commit.go) and the activation cache
+// (actcache.go) rely on every write going through this process, so a
+// second serve or worker process on the same file must not start. It is a
+// no-op on PostgreSQL, where processes share nothing but the database.
+// One-off commands (migrate, user create) do not call it.
+func (s *Store) Exclusive() error {
+	if s.dialect != SQLite || s.file == "" || s.file == ":memory:" {
+		return nil
+	}
+	f, err := lockFile(s.file + ".lock")
+	if errors.Is(err, errLocked) {
+		return fmt.Errorf("store: %s is in use by another agentplatform process; one process serves a SQLite database (use PostgreSQL, AP_DATABASE_URL, to run several)", s.file)
+	}
+	if err != nil {
+		return fmt.Errorf("store: lock %s: %w", s.file, err)
+	}
+	s.lock = f
+	return nil
+}
