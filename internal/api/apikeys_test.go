@@ -225,3 +225,26 @@ func TestAnotherUsersKeyIsNotFoundUnlessAnAdminStatesAReason(t *testing.T) {
 		e.do("GET", "/api/v1/users/audit-log", nil, bearer(alice)).expect(t, 403)
 	})
 }
+
+// A key's answer is cached (auth/keycache.go), but what changes its user
+// applies to the next request.
+func TestKeyFollowsItsUserAtOnce(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		admin := e.signup("admin@example.com")
+		session := e.signup("u@example.com")
+		key := e.do("POST", "/api/v1/user/api-keys", map[string]any{"name": "k", "scopes": []string{"read:all"}}, bearer(session)).expect(t, 201).str("key")
+		me := e.do("GET", "/api/v1/users/me", nil, bearer(key)).expect(t, 200)
+		require.Equal(t, false, me.JSON["is_admin"])
+		userID := me.str("id")
+
+		e.do("PATCH", "/api/v1/users/"+userID, map[string]any{"is_active": false}, bearer(admin)).expect(t, 200)
+		e.do("GET", "/api/v1/users/me", nil, bearer(key)).expect(t, 401)
+		e.do("PATCH", "/api/v1/users/"+userID, map[string]any{"is_active": true, "is_admin": true}, bearer(admin)).expect(t, 200)
+		require.Equal(t, true, e.do("GET", "/api/v1/users/me", nil, bearer(key)).expect(t, 200).JSON["is_admin"])
+		session = e.login("u@example.com", "password1") // disabling signed it out
+		e.do("PATCH", "/api/v1/users/me", map[string]any{"email": "v@example.com"}, bearer(session)).expect(t, 200)
+		require.Equal(t, "v@example.com", e.do("GET", "/api/v1/users/me", nil, bearer(key)).expect(t, 200).str("email"))
+	})
+}

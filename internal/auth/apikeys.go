@@ -109,10 +109,10 @@ func (s *Service) RevokeAPIKey(ctx context.Context, c *Caller, id int64) error {
 	if err := s.Reach(ctx, c, r, "api_key.revoke", errKeyNotFound); err != nil {
 		return err
 	}
-	if err := s.store.APIKeyDelete(ctx, id); errors.Is(err, store.ErrNotFound) {
+	err = s.store.APIKeyDelete(ctx, id)
+	s.keys.forget()
+	if errors.Is(err, store.ErrNotFound) {
 		return errKeyNotFound
-	} else if err != nil {
-		return err
 	}
-	return nil
+	return err
 }

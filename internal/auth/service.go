@@ -45,6 +45,7 @@ type Service struct {
 	// login takes as long whether or not the account exists.
 	dummyHash string
 	now       func() time.Time
+	keys      keyCache
 }
 
 // New returns the service.
@@ -94,6 +95,11 @@ const touchEvery = time.Minute
 
 func (s *Service) authenticateKey(ctx context.Context, token string) (*Caller, error) {
 	hash := HashToken(token)
+	now := s.now()
+	if c, ok := s.keys.get(hash, now); ok {
+		return c, nil
+	}
+	gen := s.keys.generation()
 	k, u, err := s.store.APIKeyGetByHash(ctx, hash)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrInvalidAPIKey
@@ -101,7 +107,6 @@ func (s *Service) authenticateKey(ctx context.Context, token string) (*Caller, e
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
 	if subtle.ConstantTimeCompare(k.KeyHash, hash) != 1 || (k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)) {
 		return nil, ErrInvalidAPIKey
 	}
@@ -117,7 +122,9 @@ func (s *Service) authenticateKey(ctx context.Context, token string) (*Caller, e
 	for i, sc := range k.Scopes {
 		scopes[i] = Scope(sc)
 	}
-	return &Caller{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, Kind: KindAPIKey, KeyID: k.ID, Scopes: scopes, AppID: k.AppID}, nil
+	c := &Caller{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, Kind: KindAPIKey, KeyID: k.ID, Scopes: scopes, AppID: k.AppID}
+	s.keys.put(gen, hash, c, k.ExpiresAt, now)
+	return c, nil
 }
 
 // Resource names something that belongs to a user, for Reach.

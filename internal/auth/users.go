@@ -208,6 +208,7 @@ func (s *Service) UpdateProfile(ctx context.Context, userID string, p ProfilePat
 func (s *Service) saveUser(ctx context.Context, u *store.User) error {
 	u.UpdatedAt = s.now()
 	err := s.store.UserUpdate(ctx, u)
+	s.keys.forget() // the cached callers carry the user's email
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		return apperr.New(apperr.Conflict, "Email already registered")
@@ -267,6 +268,7 @@ func (s *Service) UpdateFlags(ctx context.Context, id string, p FlagsPatch) (*st
 	if uuid.Validate(id) != nil {
 		return nil, errUserNotFound
 	}
+	defer s.keys.forget() // admin or active changed: cached callers are stale
 	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		u, err := tx.UserGet(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
