@@ -7,23 +7,29 @@ import (
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/queue"
+	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/riverqueue/river"
 )
 
 // The local fast path. A transactional insert does not wake River's
 // producer without LISTEN/NOTIFY, so a queued job waits for the next poll;
-// and River's fetch and completion are two more write transactions per
-// activation. When the process that creates an activation is a worker with
-// a free slot, it runs the activation at once. Durability is unchanged: the
-// activation and its job still commit together. The job is inserted
-// scheduled for deferFor later, so River leaves it alone while the
-// activation runs here, and the transaction that records the end cancels
-// it. If the process dies before its run claims the activation, that job
-// runs it once due; if it dies after, the reaper re-queues the activation
-// with a fresh job within a minute. A job that comes due while its
-// activation still runs here completes at once, as a no-op.
+// and River's fetch, our claim and River's completion are three more write
+// transactions per activation. When the process that creates an activation
+// is a worker with room for it, the creating transaction also claims it for
+// this process (queued, then running at once: both events are written), and
+// the process runs it as soon as one of its AP_WORKERS slots is free.
+// Durability is unchanged: the activation and its job still commit
+// together. The job is inserted scheduled for deferFor later, so River
+// leaves it alone, and the transaction that records the end cancels it. If
+// the process dies, the reaper re-queues its claimed activations with a
+// fresh job within a minute, and a deferred job that comes due finds its
+// activation no longer queued and does nothing.
 type local struct {
-	slots  chan struct{} // one token per concurrent activation (AP_WORKERS)
+	// claims bounds the activations this process has claimed and not yet
+	// executed to AP_WORKERS, so that one claimed here (running) waits for
+	// an execution slot only while River runs hold it.
+	claims chan struct{}
+	slots  chan struct{} // one token per executing activation (AP_WORKERS)
 	paused atomic.Bool   // the queue is paused: run nothing locally
 	ctx    context.Context
 	stop   context.CancelFunc
@@ -36,7 +42,8 @@ const deferFor = 45 * time.Second
 
 func (s *Service) startLocal() {
 	ctx, cancel := context.WithCancel(context.Background())
-	s.local.Store(&local{slots: make(chan struct{}, max(1, s.opts.Concurrency)), ctx: ctx, stop: cancel})
+	n := max(1, s.opts.Concurrency)
+	s.local.Store(&local{claims: make(chan struct{}, n), slots: make(chan struct{}, n), ctx: ctx, stop: cancel})
 }
 
 // stopLocal lets local runs finish until ctx ends, then stops them (they
@@ -57,23 +64,24 @@ func (s *Service) stopLocal(ctx context.Context) {
 	l.stop()
 }
 
-// takeSlot reserves a local slot without waiting; false means "leave it to
-// River" (no local worker, the queue paused, or every slot busy).
-func (s *Service) takeSlot() bool {
+// takeClaim reserves room for one more claimed activation without waiting;
+// nil means "leave it to River" (no local worker, the queue paused, or this
+// process has claimed all it may).
+func (s *Service) takeClaim() (release func()) {
 	l := s.local.Load()
 	if l == nil || l.paused.Load() || l.ctx.Err() != nil {
-		return false
+		return nil
 	}
 	select {
-	case l.slots <- struct{}{}:
-		return true
+	case l.claims <- struct{}{}:
+		return sync.OnceFunc(func() { <-l.claims })
 	default:
-		return false
+		return nil
 	}
 }
 
-// waitSlot reserves a slot for a River job, waiting while local runs hold
-// them all, so that AP_WORKERS bounds both paths together.
+// waitSlot reserves an execution slot, waiting while AP_WORKERS activations
+// execute (local and River runs together).
 func (s *Service) waitSlot(ctx context.Context) (release func(), err error) {
 	l := s.local.Load()
 	if l == nil {
@@ -81,21 +89,29 @@ func (s *Service) waitSlot(ctx context.Context) (release func(), err error) {
 	}
 	select {
 	case l.slots <- struct{}{}:
-		return func() { <-l.slots }, nil
+		return sync.OnceFunc(func() { <-l.slots }), nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-// runLocal runs a created activation on this process (its slot taken).
-func (s *Service) runLocal(id string, jobID int64) {
+// runLocal runs an activation the creating transaction claimed for this
+// process; release frees its claim once it has executed.
+func (s *Service) runLocal(a *store.Activation, agent *store.Agent, jobID int64, release func()) {
 	l := s.local.Load()
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		defer func() { <-l.slots }()
-		if err := s.run(l.ctx, id, jobID); err != nil && err != errShutdown {
-			s.Log.Error("run activation", "activation_id", id, "err", err)
+		defer release()
+		slot := func(ctx context.Context) (func(), error) {
+			free, err := s.waitSlot(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return func() { free(); release() }, nil
+		}
+		if err := s.runClaimed(l.ctx, a, agent, jobID, slot); err != nil && err != errShutdown {
+			s.Log.Error("run activation", "activation_id", a.ID, "err", err)
 		}
 	}()
 }

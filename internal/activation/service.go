@@ -187,27 +187,38 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	a.Metadata, _ = json.Marshal(r.Metadata)
 	a.ChatID, _ = r.Context["chat_id"].(string)
 
-	ev := s.event(events.ActivationCreated, a)
-	// A free local slot means this process runs it at once (local.go).
-	here := s.takeSlot()
+	evs := []events.Event{s.event(events.ActivationCreated, a)}
+	// Room on this process means the creating transaction claims the
+	// activation and this process runs it (local.go).
+	release := s.takeClaim()
+	claimed := *a
+	if release != nil {
+		claimed.Status, claimed.StartedAt, claimed.WorkerID, claimed.Attempt = store.StatusRunning, &a.CreatedAt, s.opts.WorkerID, 1
+		evs = append(evs, s.event(events.ActivationStarted, &claimed))
+	}
 	var jobID int64
 	err = s.Store.InTx(ctx, func(tx *store.Store) error {
-		if err := tx.ActivationCreate(ctx, a); err != nil {
+		if err := tx.ActivationCreate(ctx, &claimed); err != nil {
 			return err
 		}
 		opts := jobOpts(a.Priority)
-		if here {
+		if release != nil {
 			opts = deferredOpts(a.Priority)
 		}
-		res, err := s.Queue.Client().InsertTx(ctx, tx.Tx(), Args{ActivationID: a.ID}, opts)
+		res, err := s.Queue.Client().InsertTx(tx.TxContext(ctx), tx.Tx(), Args{ActivationID: a.ID}, opts)
 		if err != nil {
 			return err
 		}
 		jobID = res.Job.ID
-		return s.Events.Append(ctx, tx, &ev)
+		for i := range evs {
+			if err := s.Events.Append(ctx, tx, &evs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
-	if err != nil && here {
-		<-s.local.Load().slots
+	if err != nil && release != nil {
+		release()
 	}
 	if errors.Is(err, store.ErrConflict) && r.IdempotencyKey != "" {
 		// A concurrent request with the same key won the insert: answer
@@ -221,9 +232,9 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	if err != nil {
 		return nil, false, err
 	}
-	s.Events.Publish(ctx, ev)
-	if here {
-		s.runLocal(a.ID, jobID)
+	s.Events.Publish(ctx, evs...)
+	if release != nil {
+		s.runLocal(&claimed, agent, jobID, release)
 	}
 	return a, false, nil
 }
@@ -250,7 +261,7 @@ func (s *Service) replay(ctx context.Context, userID, key, hash string) (*store.
 
 // enqueue inserts the activation's job in tx: it commits with the row.
 func (s *Service) enqueue(ctx context.Context, tx *store.Store, a *store.Activation) error {
-	_, err := s.Queue.Client().InsertTx(ctx, tx.Tx(), Args{ActivationID: a.ID}, jobOpts(a.Priority))
+	_, err := s.Queue.Client().InsertTx(tx.TxContext(ctx), tx.Tx(), Args{ActivationID: a.ID}, jobOpts(a.Priority))
 	return err
 }
 

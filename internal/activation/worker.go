@@ -44,7 +44,7 @@ func (w *jobWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 		return err
 	}
 	defer release()
-	return w.svc.run(ctx, job.Args.ActivationID, 0)
+	return w.svc.run(ctx, job.Args.ActivationID, release)
 }
 
 // Causes of a run's context ending.
@@ -54,9 +54,9 @@ var (
 	errShutdown  = errors.New("worker stopping")
 )
 
-// run claims and runs activation id. jobID is the activation's deferred
-// job when it runs on the fast path (cancelled when it ends), else 0.
-func (s *Service) run(ctx context.Context, id string, jobID int64) error {
+// run claims activation id and runs it, for River; the caller holds an
+// execution slot, which release frees.
+func (s *Service) run(ctx context.Context, id string, release func()) error {
 	var started events.Event
 	var a *store.Activation
 	err := s.Store.InTx(ctx, func(tx *store.Store) error {
@@ -75,23 +75,43 @@ func (s *Service) run(ctx context.Context, id string, jobID int64) error {
 		return nil // not queued any more: cancelled, or a duplicate job
 	}
 	s.Events.Publish(ctx, started)
+	held := func(context.Context) (func(), error) { return release, nil }
+	return s.runClaimed(ctx, a, nil, 0, held)
+}
 
-	agent, err := s.Store.AgentGet(ctx, a.AgentID)
-	if err != nil {
-		return s.finish(ctx, a, nil, jobID, nil, fmt.Errorf("load agent: %w", err))
+// runClaimed runs activation a, claimed by this process, and records its
+// end. slot waits for an execution slot and returns what frees it, which
+// happens as soon as the agent has run: recording the end needs no slot.
+// agent is a's agent when the caller has it, else nil; jobID is the fast
+// path's deferred job (cancelled at the end), else 0.
+func (s *Service) runClaimed(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, slot func(context.Context) (func(), error)) error {
+	if agent == nil {
+		var err error
+		if agent, err = s.Store.AgentGet(ctx, a.AgentID); err != nil {
+			return s.finish(ctx, a, nil, jobID, nil, fmt.Errorf("load agent: %w", err))
+		}
 	}
-	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
+	// Cancel on this node interrupts the run through runCtx, whether it
+	// executes or still waits for a slot.
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	runCtx, stopTimer := context.WithTimeoutCause(runCtx, timeout, errTimedOut)
-	defer stopTimer()
 	s.running.Store(a.ID, cancel)
 	defer s.running.Delete(a.ID)
-	stopWatch := s.watchCancel(runCtx, a.ID, cancel)
-	defer stopWatch()
 
-	output, runErr := s.execute(runCtx, a, agent)
-	switch cause := context.Cause(runCtx); {
+	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
+	var output json.RawMessage
+	release, runErr := slot(runCtx)
+	cause := context.Cause(runCtx)
+	if runErr == nil {
+		execCtx, stopTimer := context.WithTimeoutCause(runCtx, timeout, errTimedOut)
+		stopWatch := s.watchCancel(execCtx, a.ID, cancel)
+		output, runErr = s.execute(execCtx, a, agent)
+		cause = context.Cause(execCtx)
+		stopWatch()
+		stopTimer()
+		release()
+	}
+	switch {
 	case runErr == nil:
 		return s.finish(ctx, a, agent, jobID, output, nil)
 	case errors.Is(cause, errCancelled):
@@ -189,7 +209,7 @@ func (s *Service) cancelJob(ctx context.Context, tx *store.Store, jobID int64) e
 	if jobID == 0 {
 		return nil
 	}
-	_, err := s.Queue.Client().JobCancelTx(ctx, tx.Tx(), jobID)
+	_, err := s.Queue.Client().JobCancelTx(tx.TxContext(ctx), tx.Tx(), jobID)
 	if errors.Is(err, river.ErrNotFound) {
 		return nil
 	}

@@ -131,3 +131,49 @@ func TestTransientProviderErrorsAreRetriedThenFail(t *testing.T) {
 	require.Contains(t, done.str("error"), "400")
 	require.Equal(t, before+1, fake.Calls())
 }
+
+// An activation created while its process has a free worker is claimed by
+// the creating transaction (activation/local.go); one created while every
+// worker is busy waits, queued, for River. A claimed activation that waits
+// for a worker can be cancelled and never reaches the provider.
+func TestClaimAtCreateAndItsLimits(t *testing.T) {
+	t.Parallel()
+	fake := llmtest.NewOpenAI(t)
+	e := newEnv(t, store.SQLite, map[string]string{"AP_OPENAI_BASE_URL": fake.URL, "AP_OPENAI_API_KEY": "sk-test", "AP_WORKERS": "1"})
+	token := e.signup("u@example.com")
+	f := e.llmAgent(token, map[string]any{"model": "gpt", "provider_id": "openai"}, 60)
+	activate := func(prompt string) string {
+		r := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": prompt}}, bearer(token)).expect(t, 201)
+		return r.str("activation_id")
+	}
+	status := func(id string) string {
+		return e.do("GET", "/api/v1/activations/"+id, nil, bearer(token)).expect(t, 200).str("status")
+	}
+
+	first := fake.Block()
+	defer first()
+	b := activate("b") // the one worker is free: claimed, running
+	fake.WaitCalls(t, 1)
+	require.Equal(t, "running", status(b))
+	a := activate("a") // the worker is busy: left to River, queued
+	require.Equal(t, "queued", status(a))
+
+	second := fake.Block()
+	defer second()
+	first() // b completes; River's job for a takes the worker and blocks
+	require.Equal(t, "completed", e.await(token, b).str("status"))
+	fake.WaitCalls(t, 2)
+	require.Equal(t, "running", status(a))
+
+	c := activate("c") // claimed, waiting for the worker a holds
+	require.Equal(t, "running", status(c))
+	r := e.do("POST", "/api/v1/activations/"+c+"/cancel", nil, bearer(token)).expect(t, 200)
+	require.Equal(t, "Activation cancelled", r.str("error"))
+
+	second()
+	require.Equal(t, "completed", e.await(token, a).str("status"))
+	require.Equal(t, "failed", e.await(token, c).str("status"))
+	d := activate("d")
+	require.Equal(t, "completed", e.await(token, d).str("status"))
+	require.Equal(t, 3, fake.Calls(), "b, a and d reached the provider; c never did")
+}
