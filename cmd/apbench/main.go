@@ -31,7 +31,7 @@ import (
 type options struct {
 	base, key, agent, provider, model, observe string
 	n, c, warmup                               int
-	setup                                      bool
+	setup, setupOnly                           bool
 }
 
 func main() {
@@ -40,6 +40,7 @@ func main() {
 	flag.StringVar(&o.key, "key", "", "an API key with write:all (or use -setup)")
 	flag.StringVar(&o.agent, "agent", "", "the agent to activate (or use -setup)")
 	flag.BoolVar(&o.setup, "setup", false, "register a bench user, create a key and import a one-agent app")
+	flag.BoolVar(&o.setupOnly, "setup-only", false, "do -setup, print KEY=… and AGENT=… (for the shared yardstick's driver) and exit")
 	flag.StringVar(&o.provider, "provider", "echo", "with -setup: the agent's provider_id (echo, openai, …)")
 	flag.StringVar(&o.model, "model", "echo", "with -setup: the agent's model")
 	flag.StringVar(&o.observe, "observe", "ws", "how completion is observed: ws (WebSocket events) or poll")
@@ -56,9 +57,13 @@ func main() {
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}, Timeout: 60 * time.Second}
 
 func run(ctx context.Context, o options) error {
-	if o.setup {
+	if o.setup || o.setupOnly {
 		if err := setup(ctx, &o); err != nil {
 			return fmt.Errorf("setup: %w", err)
+		}
+		if o.setupOnly {
+			fmt.Printf("KEY=%s\nAGENT=%s\n", o.key, o.agent)
+			return nil
 		}
 		fmt.Printf("setup: agent %s, key %s…\n", o.agent, o.key[:11])
 	}

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs the shared yardstick (../shared/bench: fake LLM, load driver, limit
+# server) against a fresh build of the platform, the way the project is
+# judged: embedded SQLite (or AP_DATABASE_URL), default settings, an LLM agent
+# on the `openai` system provider pointed at the fake LLM.
+#
+#   scripts/yardstick.sh [-n 2000] [-c 64] [--limit] [--profile SECONDS]
+#
+# --limit also measures the bare in-memory limit server in the same sitting
+# and prints the score; --profile writes a CPU profile of the platform taken
+# during the run to /tmp/yardstick.cpu.pprof.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCH=${BENCH:-../shared/bench}
+N=2000 C=64 LIMIT=0 PROFILE=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    -n) N=$2; shift 2 ;;
+    -c) C=$2; shift 2 ;;
+    --limit) LIMIT=1; shift ;;
+    --profile) PROFILE=$2; shift 2 ;;
+    *) echo "usage: $0 [-n N] [-c C] [--limit] [--profile SECONDS]" >&2; exit 2 ;;
+  esac
+done
+OUT=$(mktemp -d /tmp/yardstick.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; cp "$OUT/server.log" /tmp/yardstick.server.log; rm -rf "$OUT"; }
+trap cleanup EXIT
+
+echo "building into $OUT" >&2
+for t in driver fakellm limit; do (cd "$BENCH/$t" && go build -o "$OUT/$t" .); done
+go build -o "$OUT/agentplatform" ./cmd/agentplatform
+go build -o "$OUT/apbench" ./cmd/apbench
+
+# wait_up waits until something answers HTTP at $1, whatever the status.
+wait_up() { for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.1; done; echo "not up: $1" >&2; exit 1; }
+
+"$OUT/fakellm" -addr 127.0.0.1:18080 >"$OUT/fakellm.log" 2>&1 & pids+=($!)
+AP_DATA_DIR="$OUT/data" AP_ADDR=127.0.0.1:18081 AP_OPENAI_BASE_URL=http://127.0.0.1:18080/v1 \
+  AP_OPENAI_API_KEY=sk-bench AP_RATE_LIMIT=10000000 AP_DEBUG_ADDR=127.0.0.1:16060 \
+  "$OUT/agentplatform" serve >"$OUT/server.log" 2>&1 & SERVER=$!; pids+=($SERVER)
+wait_up http://127.0.0.1:18081/readyz
+eval "$("$OUT/apbench" -base http://127.0.0.1:18081 -setup-only -provider openai -model gpt-4o-mini)"
+
+if [ "$PROFILE" != 0 ]; then
+  (sleep 2; curl -s -o /tmp/yardstick.cpu.pprof "http://127.0.0.1:16060/debug/pprof/profile?seconds=$PROFILE") & pids+=($!)
+  [ -n "${TRACE:-}" ] && { (sleep 3; curl -s -o /tmp/yardstick.trace "http://127.0.0.1:16060/debug/pprof/trace?seconds=1") & pids+=($!); }
+fi
+echo "== platform (SQLite unless AP_DATABASE_URL), n=$N c=$C" >&2
+"$OUT/driver" -target agentplatform -base http://127.0.0.1:18081 -key "$KEY" -agent-id "$AGENT" -pid "$SERVER" \
+  -n "$N" -c "$C" -warmup 50 -llm http://127.0.0.1:18080 | tee "$OUT/platform.txt"
+
+if [ "$LIMIT" = 1 ]; then
+  "$OUT/limit" -addr 127.0.0.1:18090 -llm http://127.0.0.1:18080/v1 >"$OUT/limit.log" 2>&1 & pids+=($!)
+  wait_up http://127.0.0.1:18090/
+  echo "== limit, n=$N c=$C" >&2
+  "$OUT/driver" -target agentplatform -base http://127.0.0.1:18090 -key bench-key -n "$N" -c "$C" -warmup 50 | tee "$OUT/limit.txt"
+fi
+[ "$PROFILE" != 0 ] && wait "${pids[-1]}" 2>/dev/null || true
