@@ -44,9 +44,9 @@ func (echo) Complete(_ context.Context, r llm.Request) (*llm.Response, error) {
 
 type noEvents struct{}
 
-func (noEvents) Append(context.Context, *store.Store, *events.Event) error { return nil }
-func (noEvents) Publish(context.Context, ...events.Event)                  {}
-func (noEvents) PublishDelta(context.Context, string, string, string)      {}
+func (noEvents) Append(context.Context, *store.Store, ...*events.Event) error { return nil }
+func (noEvents) Publish(context.Context, ...events.Event)                     {}
+func (noEvents) PublishDelta(context.Context, string, string, string)         {}
 
 type bundle struct {
 	store  *store.Store

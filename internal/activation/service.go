@@ -45,7 +45,7 @@ type ResolveFunc func(ctx context.Context, userID, providerID string) (client ll
 // EventBus stores events in a transaction and publishes them after commit
 // (events.Bus).
 type EventBus interface {
-	Append(ctx context.Context, tx *store.Store, ev *events.Event) error
+	Append(ctx context.Context, tx *store.Store, evs ...*events.Event) error
 	Publish(ctx context.Context, evs ...events.Event)
 	PublishDelta(ctx context.Context, userID, activationID, text string)
 }
@@ -210,12 +210,11 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 			return err
 		}
 		jobID = res.Job.ID
+		ptrs := make([]*events.Event, len(evs))
 		for i := range evs {
-			if err := s.Events.Append(ctx, tx, &evs[i]); err != nil {
-				return err
-			}
+			ptrs[i] = &evs[i]
 		}
-		return nil
+		return s.Events.Append(ctx, tx, ptrs...)
 	})
 	if err != nil && release != nil {
 		release()

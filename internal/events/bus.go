@@ -128,28 +128,35 @@ func New(s *store.Store, log *slog.Logger) *Bus {
 		subs: map[string]map[*Subscription]struct{}{}}
 }
 
-// Append assigns ev.Seq and stores ev inside the caller's transaction (tx
-// from store.InTx; nil runs its own). Publish it after the commit.
-func (b *Bus) Append(ctx context.Context, tx *store.Store, ev *Event) error {
-	if ev.UserID == "" {
-		return errors.New("events: append: event without a user")
-	}
+// Append assigns the events' Seq and stores them inside the caller's
+// transaction (tx from store.InTx; nil runs its own); they must be of one
+// user. Publish them after the commit. Append once per transaction, as its
+// last statement: it locks the user's counter until the commit.
+func (b *Bus) Append(ctx context.Context, tx *store.Store, evs ...*Event) error {
 	if tx == nil {
 		tx = b.store
 	}
-	if ev.Timestamp.IsZero() {
-		ev.Timestamp = b.now()
+	rows := make([]*store.EventRow, len(evs))
+	for i, ev := range evs {
+		if ev.UserID == "" {
+			return errors.New("events: append: event without a user")
+		}
+		if ev.Timestamp.IsZero() {
+			ev.Timestamp = b.now()
+		}
+		payload, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("events: encode: %w", err)
+		}
+		rows[i] = &store.EventRow{UserID: ev.UserID, Type: ev.Type, ActivationID: ev.ActivationID,
+			AppID: ev.ContextString("app_id"), ChatID: ev.ContextString("chat_id"), Payload: payload, CreatedAt: ev.Timestamp}
 	}
-	payload, err := json.Marshal(ev)
-	if err != nil {
-		return fmt.Errorf("events: encode: %w", err)
-	}
-	row := &store.EventRow{UserID: ev.UserID, Type: ev.Type, ActivationID: ev.ActivationID,
-		AppID: ev.ContextString("app_id"), ChatID: ev.ContextString("chat_id"), Payload: payload, CreatedAt: ev.Timestamp}
-	if err := tx.EventAppend(ctx, row); err != nil {
+	if err := tx.EventAppend(ctx, rows...); err != nil {
 		return fmt.Errorf("events: append: %w", err)
 	}
-	ev.Seq = row.Seq
+	for i, ev := range evs {
+		ev.Seq = rows[i].Seq
+	}
 	return nil
 }
 

@@ -101,6 +101,21 @@ func TestAppendSeqAndReplay(t *testing.T) {
 		require.Equal(t, next.ActivationID, got[2].ActivationID)
 		require.WithinDuration(t, next.Timestamp, got[2].Timestamp, time.Millisecond)
 
+		// Several events in one append take consecutive numbers, in order.
+		created, started := event(u1, events.ActivationCreated, app, ""), event(u1, events.ActivationStarted, app, "")
+		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error { return b.Append(ctx, tx, &created, &started) }))
+		require.EqualValues(t, 5, created.Seq)
+		require.EqualValues(t, 6, started.Seq)
+		got = nil
+		require.NoError(t, b.Replay(ctx, u1, 4, func(ev events.Event) bool { got = append(got, ev); return true }))
+		require.Len(t, got, 2)
+		require.Equal(t, []string{events.ActivationCreated, events.ActivationStarted}, []string{got[0].Type, got[1].Type})
+		require.Equal(t, created.ActivationID, got[0].ActivationID)
+		require.Equal(t, app, got[1].ContextString("app_id"))
+		u3 := newUser(t, s)
+		other := event(u3, events.ActivationCreated, "", "")
+		require.ErrorContains(t, b.Append(ctx, nil, &created, &other), "several users")
+
 		// Retention: an event older than a day goes, a recent one stays.
 		old := event(u2, events.ActivationCompleted, "", "")
 		old.Timestamp = store.Now().Add(-events.Retention - time.Minute)

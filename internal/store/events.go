@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,25 +25,89 @@ type EventRow struct {
 	CreatedAt    time.Time
 }
 
-// EventAppend assigns e.Seq, the user's next number, and stores e. Called
-// inside a transaction, the user's counter row stays locked until commit, so
-// a concurrent append of the same user waits and takes the next number: seq
-// order is commit order. Append late in a long transaction for that reason.
-func (s *Store) EventAppend(ctx context.Context, e *EventRow) error {
+// EventAppend assigns each row's Seq, the user's next numbers in order, and
+// stores the rows, which must all be of one user. Called inside a
+// transaction, the user's counter row stays locked until commit, so a
+// concurrent append of the same user waits and takes the next numbers: seq
+// order is commit order. That lock is what serialises a user's
+// transactions, so append once, last, just before the commit: on
+// PostgreSQL the whole append is one statement, and the lock is held for
+// that statement and the commit only.
+func (s *Store) EventAppend(ctx context.Context, rows ...*EventRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	for _, e := range rows[1:] {
+		if e.UserID != rows[0].UserID {
+			return errors.New("store: event append: rows of several users")
+		}
+	}
 	return s.InTx(ctx, func(tx *Store) error {
-		err := tx.writer().QueryRowContext(ctx, `
-			INSERT INTO event_counters (user_id, seq) VALUES ($1, 1)
-			ON CONFLICT (user_id) DO UPDATE SET seq = event_counters.seq + 1
-			RETURNING seq`, e.UserID).Scan(&e.Seq)
+		var last int64
+		var err error
+		if tx.dialect == Postgres {
+			last, err = tx.appendEventsPostgres(ctx, rows)
+		} else {
+			last, err = tx.appendEventsSQLite(ctx, rows)
+		}
 		if err != nil {
 			return mapErr(err)
 		}
-		_, err = tx.writer().ExecContext(ctx, `
-			INSERT INTO events (user_id, seq, type, activation_id, app_id, chat_id, payload, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			e.UserID, e.Seq, e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), tx.ts(e.CreatedAt))
-		return mapErr(err)
+		for i, e := range rows {
+			e.Seq = last - int64(len(rows)-1-i)
+		}
+		return nil
 	})
+}
+
+// appendEventsPostgres bumps the counter and inserts the rows in one
+// statement and returns the last seq handed out.
+func (s *Store) appendEventsPostgres(ctx context.Context, rows []*EventRow) (int64, error) {
+	n := len(rows)
+	args := []any{rows[0].UserID, n}
+	var values strings.Builder
+	for i, e := range rows {
+		if i > 0 {
+			values.WriteString(", ")
+		}
+		p := len(args)
+		fmt.Fprintf(&values, "(%d, $%d::text, $%d::uuid, $%d::text, $%d::text, $%d::jsonb, $%d::timestamptz)", i+1, p+1, p+2, p+3, p+4, p+5, p+6)
+		args = append(args, e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
+	}
+	var last int64
+	err := s.writer().QueryRowContext(ctx, `
+		WITH c AS (
+			INSERT INTO event_counters (user_id, seq) VALUES ($1, $2)
+			ON CONFLICT (user_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
+			RETURNING seq),
+		ins AS (
+			INSERT INTO events (`+eventColumns+`)
+			SELECT $1, c.seq - $2 + v.n, v.type, v.activation_id, v.app_id, v.chat_id, v.payload, v.created_at
+			FROM c, (VALUES `+values.String()+`) AS v(n, type, activation_id, app_id, chat_id, payload, created_at))
+		SELECT seq FROM c`, args...).Scan(&last)
+	return last, err
+}
+
+// appendEventsSQLite has no data-modifying CTE, and needs none: its one
+// writer runs one transaction at a time.
+func (s *Store) appendEventsSQLite(ctx context.Context, rows []*EventRow) (int64, error) {
+	var last int64
+	err := s.writer().QueryRowContext(ctx, `
+		INSERT INTO event_counters (user_id, seq) VALUES ($1, $2)
+		ON CONFLICT (user_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
+		RETURNING seq`, rows[0].UserID, len(rows)).Scan(&last)
+	if err != nil {
+		return 0, err
+	}
+	for i, e := range rows {
+		_, err = s.writer().ExecContext(ctx, `INSERT INTO events (`+eventColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			e.UserID, last-int64(len(rows)-1-i), e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
+		if err != nil {
+			return 0, err
+		}
+	}
+	return last, nil
 }
 
 const eventColumns = `user_id, seq, type, activation_id, app_id, chat_id, payload, created_at`
