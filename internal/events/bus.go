@@ -116,6 +116,8 @@ type Bus struct {
 	runMu  sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	notes notifier // NOTIFY sender (notify.go)
 }
 
 // Retention is how long stored events stay available for replay.
@@ -166,7 +168,7 @@ func (b *Bus) Append(ctx context.Context, tx *store.Store, evs ...*Event) error 
 func (b *Bus) Publish(ctx context.Context, evs ...Event) {
 	for i := range evs {
 		b.deliver(evs[i])
-		b.notify(ctx, &evs[i])
+		b.notify(&evs[i])
 	}
 }
 
@@ -187,10 +189,10 @@ func (b *Bus) PublishDelta(ctx context.Context, userID, activationID, text strin
 		}
 		part := ev
 		part.Delta = ev.Delta[:cut]
-		b.notify(ctx, &part)
+		b.notify(&part)
 		ev.Delta = ev.Delta[cut:]
 	}
-	b.notify(ctx, &ev)
+	b.notify(&ev)
 }
 
 // Subscribe starts receiving userID's events that match f, with room for

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -27,23 +28,22 @@ type wire struct {
 	User  string          `json:"u"`
 	Seq   int64           `json:"s,omitempty"`
 	Event json.RawMessage `json:"e,omitempty"`
+	// Num numbers a node's notifications: PostgreSQL delivers identical
+	// payloads sent in one transaction once, and the pieces of a long
+	// token fragment can be identical.
+	Num uint64 `json:"k"`
 }
 
-// notify tells the other nodes about ev (PostgreSQL only).
-func (b *Bus) notify(ctx context.Context, ev *Event) {
+// notify tells the other nodes about ev (PostgreSQL only), soon: the
+// notification is queued for the notifier (below), so the caller does not
+// wait for the database.
+func (b *Bus) notify(ev *Event) {
 	if b.store.Dialect() != store.Postgres {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
-	defer cancel()
-	ch, err := b.channelName(ctx)
-	if err != nil {
-		b.log.WarnContext(ctx, "events: notify channel", "err", err)
 		return
 	}
 	body, err := json.Marshal(ev)
 	if err != nil {
-		b.log.ErrorContext(ctx, "events: encode", "err", err)
+		b.log.Error("events: encode", "err", err)
 		return
 	}
 	w := wire{Node: b.node, User: ev.UserID}
@@ -53,12 +53,77 @@ func (b *Bus) notify(ctx context.Context, ev *Event) {
 	case ev.Seq > 0:
 		w.Seq = ev.Seq
 	default:
-		b.log.WarnContext(ctx, "events: unstored event too large for other nodes", "type", ev.Type, "bytes", len(body))
+		b.log.Warn("events: unstored event too large for other nodes", "type", ev.Type, "bytes", len(body))
 		return
 	}
+	b.notes.add(b, w)
+}
+
+// notifier sends the queued notifications. Each NOTIFY is a commit that
+// takes a lock every notifying commit of the database shares, and an
+// activation publishes several events and, streaming, many token deltas:
+// sent one by one they queued for that lock. One goroutine, alive while
+// there is something to send, sends everything queued meanwhile in one
+// statement, in order.
+type notifier struct {
+	mu      sync.Mutex
+	pending []string
+	running bool
+	dropped int    // since the last warning
+	num     uint64 // the last wire.Num
+}
+
+const (
+	// maxPendingNotes bounds the queue while the database does not answer;
+	// beyond it notifications are dropped (stored events stay replayable).
+	maxPendingNotes = 10_000
+	// maxNotesPerStatement keeps one statement's parameters reasonable.
+	maxNotesPerStatement = 500
+)
+
+func (n *notifier) add(b *Bus, w wire) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.pending) >= maxPendingNotes {
+		n.dropped++
+		return
+	}
+	n.num++
+	w.Num = n.num
 	payload, _ := json.Marshal(w)
-	if err := b.store.EventNotify(ctx, ch, string(payload)); err != nil {
-		b.log.WarnContext(ctx, "events: notify", "type", ev.Type, "seq", ev.Seq, "err", err)
+	n.pending = append(n.pending, string(payload))
+	if !n.running {
+		n.running = true
+		go n.run(b)
+	}
+}
+
+func (n *notifier) run(b *Bus) {
+	for {
+		n.mu.Lock()
+		batch, dropped := n.pending, n.dropped
+		if len(batch) > maxNotesPerStatement {
+			batch = batch[:maxNotesPerStatement:maxNotesPerStatement]
+		}
+		n.pending, n.dropped = n.pending[len(batch):], 0
+		if len(batch) == 0 {
+			n.pending, n.running = nil, false
+			n.mu.Unlock()
+			return
+		}
+		n.mu.Unlock()
+		if dropped > 0 {
+			b.log.Warn("events: notifications dropped: the database did not keep up", "dropped", dropped)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
+		ch, err := b.channelName(ctx)
+		if err == nil {
+			err = b.store.EventNotify(ctx, ch, batch)
+		}
+		cancel()
+		if err != nil {
+			b.log.Warn("events: notify", "notifications", len(batch), "err", err)
+		}
 	}
 }
 

@@ -167,12 +167,14 @@ func (s *Store) EventChannel(ctx context.Context) (string, error) {
 	return ch, nil
 }
 
-// EventNotify sends payload (under 8000 bytes) on channel to every listener.
-func (s *Store) EventNotify(ctx context.Context, channel, payload string) error {
+// EventNotify sends the payloads (each under 8000 bytes), in order, on
+// channel to every listener, in one transaction: NOTIFY takes a lock all
+// notifying commits share, so each one costs every node a turn.
+func (s *Store) EventNotify(ctx context.Context, channel string, payloads []string) error {
 	if s.dialect != Postgres {
 		return ErrNoNotify
 	}
-	_, err := s.write.ExecContext(ctx, `SELECT pg_notify($1, $2)`, channel, payload)
+	_, err := s.write.ExecContext(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, payloads)
 	return err
 }
 
