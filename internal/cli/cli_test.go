@@ -534,6 +534,20 @@ func TestVersionAndUsage(t *testing.T) {
 	require.Contains(t, r.stderr, `unexpected argument "now"`)
 }
 
+// One process serves a SQLite database: a second one on the same data
+// refuses to start and says why.
+func TestSecondProcessOnSQLiteRefuses(t *testing.T) {
+	t.Parallel()
+	env := environ(t.TempDir())
+	p := startServe(t, env)
+	r := run(t, env, "", "worker")
+	require.Equal(t, 1, r.code, r.String())
+	require.Contains(t, r.stderr, "in use by another agentplatform process")
+	code, body := get(t, p.URL+"/readyz")
+	require.Equal(t, http.StatusOK, code, body)
+	p.stop()
+}
+
 func TestBadConfigurationFailsLoudly(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
