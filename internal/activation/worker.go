@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/llm"
@@ -115,7 +116,12 @@ func (s *Service) runClaimed(ctx context.Context, a *store.Activation, agent *st
 	case runErr == nil:
 		return s.finish(ctx, a, agent, jobID, output, nil)
 	case errors.Is(cause, errCancelled):
-		return nil // Cancel already recorded the end
+		// Cancel already recorded the end; finish finds it ended and only
+		// drops the fast path's deferred job.
+		if jobID == 0 {
+			return nil
+		}
+		return s.finish(ctx, a, agent, jobID, nil, runErr)
 	case errors.Is(cause, errTimedOut):
 		return s.finish(ctx, a, agent, jobID, nil, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
 	case ctx.Err() != nil:
@@ -170,13 +176,15 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.
 	var done *store.Activation
 	err := s.Store.InTx(ctx, func(tx *store.Store) error {
 		ended, ok, err := tx.ActivationFinish(ctx, a.ID, o)
-		if err != nil || !ok {
+		if err != nil {
+			return err
+		}
+		// Ended here, by a cancel or handed to another worker with a job
+		// of its own: the deferred job is not needed in any case.
+		if err := s.dropJob(ctx, tx, jobID); err != nil || !ok {
 			return err
 		}
 		done = ended
-		if err := s.cancelJob(ctx, tx, jobID); err != nil {
-			return err
-		}
 		typ := events.ActivationCompleted
 		if o.Status == store.StatusFailed {
 			typ = events.ActivationFailed
@@ -203,14 +211,17 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.
 	return nil
 }
 
-// cancelJob cancels a fast-path activation's deferred job in tx: it is no
-// longer needed once the end is recorded.
-func (s *Service) cancelJob(ctx context.Context, tx *store.Store, jobID int64) error {
+// dropJob deletes a fast-path activation's deferred job in tx: it is no
+// longer needed once the end is recorded. Deleting, not cancelling, leaves
+// no row for River's cleaner to remove a day later. A job River has
+// already started (it came due while the activation still ran here) is
+// left alone: it finds the activation ended and does nothing.
+func (s *Service) dropJob(ctx context.Context, tx *store.Store, jobID int64) error {
 	if jobID == 0 {
 		return nil
 	}
-	_, err := s.Queue.Client().JobCancelTx(tx.TxContext(ctx), tx.Tx(), jobID)
-	if errors.Is(err, river.ErrNotFound) {
+	_, err := s.Queue.Client().JobDeleteTx(tx.TxContext(ctx), tx.Tx(), jobID)
+	if errors.Is(err, river.ErrNotFound) || errors.Is(err, rivertype.ErrJobRunning) {
 		return nil
 	}
 	return err
@@ -225,7 +236,7 @@ func (s *Service) handBack(ctx context.Context, a *store.Activation, jobID int64
 		if err != nil || !ok || jobID == 0 {
 			return err
 		}
-		if err := s.cancelJob(ctx, tx, jobID); err != nil {
+		if err := s.dropJob(ctx, tx, jobID); err != nil {
 			return err
 		}
 		return s.enqueue(ctx, tx, a)

@@ -176,4 +176,10 @@ func TestClaimAtCreateAndItsLimits(t *testing.T) {
 	d := activate("d")
 	require.Equal(t, "completed", e.await(token, d).str("status"))
 	require.Equal(t, 3, fake.Calls(), "b, a and d reached the provider; c never did")
+	// The deferred jobs of b, c and d went with their ends (the first user
+	// is admin): none is left to come due later.
+	for _, state := range []string{"scheduled", "cancelled"} {
+		jobs := e.do("GET", "/api/v1/worker/jobs?state="+state, nil, bearer(token)).expect(t, 200)
+		require.Empty(t, jobs.JSON["jobs"], state)
+	}
 }
