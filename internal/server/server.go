@@ -119,13 +119,21 @@ func (s *Server) build(ctx context.Context) error {
 	if err := s.Apps.SeedSystemAgents(ctx); err != nil {
 		return fmt.Errorf("seed system agents: %w", err)
 	}
+	// A transactional insert does not wake River's producer without
+	// LISTEN/NOTIFY, so new jobs are found by polling. With PostgreSQL, API
+	// nodes (serve --no-worker) leave every activation to the worker nodes'
+	// River: poll often. With SQLite, the one process runs activations
+	// itself whenever a worker is free (activation/local.go) and River gets
+	// only the overflow, which it fetches as soon as it has room anyway;
+	// each poll is a write transaction, and at 20 ms the two queues' polls
+	// were 5% of a core on an idle server. The cooldown batches fetches
+	// under load.
+	poll := 20 * time.Millisecond
+	if s.Store.Dialect() == store.SQLite {
+		poll = 200 * time.Millisecond
+	}
 	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers,
-		// A transactional insert does not wake River's producer without
-		// LISTEN/NOTIFY, so new activations are found by polling, often. The
-		// cooldown batches fetches under load: each fetch is a write
-		// transaction on SQLite, and 10 ms measured +15% throughput over
-		// 1 ms (apbench, c=64) for the same latency.
-		FetchPollInterval: 20 * time.Millisecond, FetchCooldown: 10 * time.Millisecond})
+		FetchPollInterval: poll, FetchCooldown: 10 * time.Millisecond})
 	s.Queue.AddMaintenance(s.Auth)
 	s.Events = events.New(s.Store, s.Log)
 	s.Events.AddJobs(s.Queue)
