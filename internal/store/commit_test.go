@@ -43,9 +43,10 @@ func holdCommitter(t *testing.T, s *store.Store) (wait func(n int), release func
 	return wait, release
 }
 
+// userAt is an active user with email, not yet stored.
 func userAt(email string) *store.User {
 	now := store.Now()
-	return &store.User{ID: uuid.NewString(), Email: email, PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
+	return &store.User{ID: uuid.Must(uuid.NewV7()).String(), Email: email, PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
 }
 
 // Transactions that share a commit keep their own outcome: one that fails

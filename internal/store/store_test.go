@@ -18,8 +18,7 @@ import (
 
 func newUser(t *testing.T, s *store.Store, email string, adminIfFirst bool) *store.User {
 	t.Helper()
-	now := store.Now()
-	u := &store.User{ID: uuid.Must(uuid.NewV7()).String(), Email: email, PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
+	u := userAt(email)
 	require.NoError(t, s.UserCreate(context.Background(), u, adminIfFirst))
 	return u
 }
