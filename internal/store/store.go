@@ -124,7 +124,10 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	}
 	// synchronous(NORMAL) in WAL mode loses nothing when the process dies
 	// (the kill -9 case); only an OS crash can lose the last commits.
-	pragmas := "_pragma=temp_store(2)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	// journal_size_limit: a burst can grow the WAL to tens of MB, and
+	// SQLite otherwise keeps the file that large once it restarts it.
+	pragmas := "_pragma=temp_store(2)&_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
+		"&_pragma=journal_size_limit(16777216)"
 	// _txlock=immediate takes the write lock at BEGIN, so a transaction never
 	// fails halfway when it upgrades from reading to writing.
 	drv := &sqlite.Driver{}
