@@ -51,7 +51,7 @@ func newCommitter(s *Store) *committer {
 	return c
 }
 
-// submit hands r to the committer; false when the store is closed.
+// submit hands r to the committer; errClosed once the store is closed.
 func (c *committer) submit(ctx context.Context, r *txReq) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -111,11 +111,15 @@ func (c *committer) loop() {
 	}
 }
 
-// checkpoint completes the WAL's checkpoint between two batches, now and
-// then: the checkpointer (checkpoint.go) copies most of the WAL meanwhile,
-// but only a checkpoint with no write transaction open can finish it, and
-// only a finished one lets the next transaction start the WAL over instead
-// of growing it without end.
+// checkpointEvery is how often the committer checkpoints under load: often
+// enough that the WAL stays a few megabytes.
+const checkpointEvery = 200 * time.Millisecond
+
+// checkpoint copies the WAL back into the database between two batches,
+// now and then. Between batches no write transaction is open, so the
+// checkpoint completes and the next transaction starts the WAL over instead
+// of growing it (a background checkpointer on its own connection could
+// never finish under load, and the WAL grew to hundreds of MB).
 func (c *committer) checkpoint() {
 	if time.Since(c.checkpointed) < checkpointEvery {
 		return
