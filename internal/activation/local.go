@@ -20,7 +20,7 @@ import (
 // the process runs it as soon as one of its AP_WORKERS slots is free.
 // Durability is unchanged: the activation and its job still commit
 // together. The job is inserted scheduled for deferFor later, so River
-// leaves it alone, and the transaction that records the end cancels it. If
+// leaves it alone, and the transaction that records the end deletes it. If
 // the process dies, the reaper re-queues its claimed activations with a
 // fresh job within a minute, and a deferred job that comes due finds its
 // activation no longer queued and does nothing.

@@ -84,7 +84,7 @@ func (s *Service) run(ctx context.Context, id string, release func()) error {
 // end. slot waits for an execution slot and returns what frees it, which
 // happens as soon as the agent has run: recording the end needs no slot.
 // agent is a's agent when the caller has it, else nil; jobID is the fast
-// path's deferred job (cancelled at the end), else 0.
+// path's deferred job (deleted at the end), else 0.
 func (s *Service) runClaimed(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, slot func(context.Context) (func(), error)) error {
 	if agent == nil {
 		var err error
