@@ -186,7 +186,17 @@ type installInput struct {
 	}
 }
 
-func (a *API) installApp(ctx context.Context, in *installInput) (*importOutput, error) {
+// installOutput is the installed copy with what it was given, and where
+// its webhook-runtime agents will send the installer's inputs.
+type installOutput struct {
+	Body struct {
+		App
+		Created           apps.Counts             `json:"created" doc:"Parts of each kind the copy has"`
+		ExternalEndpoints []apps.ExternalEndpoint `json:"external_endpoints" doc:"The copy's webhook-runtime agents: their url is their code, and each activation's input goes there. Agents' webhook_url is never copied."`
+	}
+}
+
+func (a *API) installApp(ctx context.Context, in *installInput) (*installOutput, error) {
 	var slug, name string
 	if in.Body != nil {
 		slug, name = in.Body.Slug, in.Body.Name
@@ -195,7 +205,9 @@ func (a *API) installApp(ctx context.Context, in *installInput) (*importOutput, 
 	if err != nil {
 		return nil, err
 	}
-	return a.importOut(r), nil
+	out := &installOutput{}
+	out.Body.App, out.Body.Created, out.Body.ExternalEndpoints = a.appOut(r.App), r.Created, r.ExternalEndpoints
+	return out, nil
 }
 
 // AppModel is a data model of an app.

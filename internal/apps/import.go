@@ -72,10 +72,27 @@ func (s *Service) Import(ctx context.Context, c *auth.Caller, m *Manifest) (*Imp
 	return s.write(ctx, c, m, writeOpts{upgrade: true})
 }
 
+// ExternalEndpoint is an installed webhook-runtime agent: its url is its
+// code, so the installer's inputs go there.
+type ExternalEndpoint struct {
+	AgentID string `json:"agent_id" doc:"The agent in the installed copy"`
+	Name    string `json:"name"`
+	URL     string `json:"url" doc:"Where the agent's inputs are POSTed"`
+}
+
+// Installed is the outcome of an install.
+type Installed struct {
+	Imported
+	// ExternalEndpoints lists the copy's webhook-runtime agents (never nil).
+	ExternalEndpoints []ExternalEndpoint
+}
+
 // Install copies a published app (or one of the caller's own) into the
-// caller's account: new ids, no data, no secrets. slug and name, when not
-// empty, replace the source's (installing next to an app of the same slug).
-func (s *Service) Install(ctx context.Context, c *auth.Caller, appID, slug, name string) (*Imported, error) {
+// caller's account: new ids, no data, no secrets, and no agent
+// webhook_url, since the installer's results must never go to the
+// publisher's endpoint. slug and name, when not empty, replace the
+// source's (installing next to an app of the same slug).
+func (s *Service) Install(ctx context.Context, c *auth.Caller, appID, slug, name string) (*Installed, error) {
 	src, err := s.installable(ctx, c, appID)
 	if err != nil {
 		return nil, err
@@ -84,12 +101,32 @@ func (s *Service) Install(ctx context.Context, c *auth.Caller, appID, slug, name
 	if err != nil {
 		return nil, err
 	}
+	for i := range m.Agents {
+		m.Agents[i].WebhookURL = ""
+		m.Agents[i].AgentConfig.Secret = "" // manifestOf has none; the copy must not either
+	}
 	override(&m.Name, name)
 	override(&m.Slug, slug)
 	if err := checkHeader(m); err != nil {
 		return nil, err
 	}
-	return s.write(ctx, c, m, writeOpts{installedFrom: src.ID})
+	r, err := s.write(ctx, c, m, writeOpts{installedFrom: src.ID})
+	if err != nil {
+		return nil, err
+	}
+	out := &Installed{Imported: *r, ExternalEndpoints: []ExternalEndpoint{}}
+	// Read back what was stored: that is what will be called.
+	agents, err := s.store.AgentListByApp(ctx, r.App.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range agents {
+		var cfg AgentConfig
+		if json.Unmarshal(a.Config, &cfg) == nil && cfg.Runtime == "webhook" {
+			out.ExternalEndpoints = append(out.ExternalEndpoints, ExternalEndpoint{AgentID: a.ID, Name: a.Name, URL: cfg.URL})
+		}
+	}
+	return out, nil
 }
 
 func override(dst *string, v string) {
