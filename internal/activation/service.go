@@ -439,7 +439,9 @@ func (s *Service) SetPaused(ctx context.Context, paused bool) error {
 	return s.Queue.Client().QueueResume(ctx, queue.Activations, nil)
 }
 
-// Job is a queue job as the admin sees it.
+// Job is a queue job as the admin sees it: what it is, where it stands
+// and when, never its arguments (an activation's input or the event it
+// delivers, output included).
 type Job struct {
 	ID          int64
 	Kind        string
@@ -447,9 +449,13 @@ type Job struct {
 	Attempt     int
 	MaxAttempts int
 	Priority    int
-	Args        json.RawMessage
-	CreatedAt   time.Time
-	Errors      []string
+	// ActivationID is the activation the job works for, if any.
+	ActivationID string
+	CreatedAt    time.Time
+	ScheduledAt  time.Time
+	AttemptedAt  *time.Time
+	FinalizedAt  *time.Time
+	Errors       []string
 }
 
 // Jobs lists queue jobs, optionally in one state, newest first.
@@ -464,8 +470,15 @@ func (s *Service) Jobs(ctx context.Context, state string, limit int) ([]Job, err
 	}
 	jobs := make([]Job, 0, len(res.Jobs))
 	for _, j := range res.Jobs {
+		// Only the id is taken from the arguments; nothing else of them
+		// leaves this function.
+		var ref struct {
+			ActivationID string `json:"activation_id"`
+		}
+		_ = json.Unmarshal(j.EncodedArgs, &ref)
 		job := Job{ID: j.ID, Kind: j.Kind, State: string(j.State), Attempt: j.Attempt, MaxAttempts: j.MaxAttempts,
-			Priority: j.Priority, Args: j.EncodedArgs, CreatedAt: j.CreatedAt, Errors: []string{}}
+			Priority: j.Priority, ActivationID: ref.ActivationID, CreatedAt: j.CreatedAt, ScheduledAt: j.ScheduledAt,
+			AttemptedAt: j.AttemptedAt, FinalizedAt: j.FinalizedAt, Errors: []string{}}
 		for _, e := range j.Errors {
 			job.Errors = append(job.Errors, e.Error)
 		}

@@ -280,7 +280,9 @@ func (a *API) activationList(ctx context.Context, in ActivationListFilters, f st
 
 type workerStatusOutput struct {
 	Body struct {
-		Workers []WorkerProcess `json:"workers"`
+		// A pointer: absent for non-admins, [] for an admin when no worker
+		// runs.
+		Workers *[]WorkerProcess `json:"workers,omitempty" required:"false" doc:"Admins only: the worker processes with host, pid and heartbeat"`
 		Queue   struct {
 			Queued  int `json:"queued"`
 			Running int `json:"running"`
@@ -316,7 +318,10 @@ func (a *API) workerStatus(ctx context.Context, _ *struct{}) (*workerStatusOutpu
 		return nil, err
 	}
 	out := &workerStatusOutput{}
-	out.Body.Workers = mapAll(st.Workers, func(w *store.Worker) WorkerProcess { return WorkerProcess(*w) })
+	if mustCaller(ctx).CanAdmin() {
+		workers := mapAll(st.Workers, func(w *store.Worker) WorkerProcess { return WorkerProcess(*w) })
+		out.Body.Workers = &workers
+	}
 	out.Body.Queue.Queued, out.Body.Queue.Running = st.Queued, st.Running
 	out.Body.Throughput.LastMinute = Throughput{st.LastMinute[0], st.LastMinute[1]}
 	out.Body.Throughput.LastHour = Throughput{st.LastHour[0], st.LastHour[1]}
@@ -351,17 +356,21 @@ type workerJobsInput struct {
 	Limit int    `query:"limit" minimum:"1" maximum:"1000" default:"50"`
 }
 
-// Job is a queue job.
+// Job is a queue job: what it is, where it stands and when. Its arguments
+// (an activation's input, a delivery's event) are never shown.
 type Job struct {
-	ID          int64           `json:"id"`
-	Kind        string          `json:"kind"`
-	State       string          `json:"state"`
-	Attempt     int             `json:"attempt"`
-	MaxAttempts int             `json:"max_attempts"`
-	Priority    int             `json:"priority"`
-	Args        json.RawMessage `json:"args"`
-	CreatedAt   time.Time       `json:"created_at"`
-	Errors      []string        `json:"errors"`
+	ID           int64      `json:"id"`
+	Kind         string     `json:"kind" doc:"activation, webhook_delivery, or a maintenance job"`
+	State        string     `json:"state" enum:"available,running,retryable,scheduled,completed,cancelled,discarded,pending"`
+	Attempt      int        `json:"attempt"`
+	MaxAttempts  int        `json:"max_attempts"`
+	Priority     int        `json:"priority"`
+	ActivationID string     `json:"activation_id,omitempty" required:"false" doc:"The activation the job works for"`
+	CreatedAt    time.Time  `json:"created_at"`
+	ScheduledAt  time.Time  `json:"scheduled_at" doc:"When it is (or was) due"`
+	AttemptedAt  *time.Time `json:"attempted_at" doc:"The start of the last attempt; null before the first"`
+	FinalizedAt  *time.Time `json:"finalized_at" doc:"When it reached a final state; null before"`
+	Errors       []string   `json:"errors" doc:"The error of each failed attempt, oldest first"`
 }
 
 type workerJobsOutput struct {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -123,5 +124,65 @@ func TestInstallDropsWebhookURLsAndListsExternalEndpoints(t *testing.T) {
 		e.do("PATCH", "/api/v1/apps/"+plain, map[string]any{"marketplace_status": "published"}, bearer(author)).expect(t, 200)
 		r = e.do("POST", "/api/v1/apps/"+plain+"/install", nil, bearer(user)).expect(t, 201)
 		require.Equal(t, []any{}, r.JSON["external_endpoints"])
+	})
+}
+
+// TestWorkerEndpointsShowNoPrivateData: the admin's job list names jobs,
+// never an activation's input or output; worker processes (host, pid) are
+// for admins, queue depth and throughput for everyone.
+func TestWorkerEndpointsShowNoPrivateData(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, egressForTests)
+		admin := e.signup("admin@example.com")
+		user := e.signup("user@example.com")
+		rcv := newReceiver(t)
+		f := e.llmAgent(user, nil, 0)
+		const secretWord = "sesame-7f3a"
+		id := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{
+			"input_data": map[string]any{"prompt": secretWord},
+			"metadata":   map[string]any{"webhook_url": rcv.url}}, bearer(user)).expect(t, 201).str("activation_id")
+		done := e.await(user, id)
+		require.Contains(t, string(done.Body), secretWord, "input and output carry it")
+		select {
+		case <-rcv.got: // the delivery job, whose payload is the final event, has run
+		case <-time.After(20 * time.Second):
+			t.Fatal("no delivery")
+		}
+
+		jobs := e.do("GET", "/api/v1/worker/jobs", nil, bearer(admin)).expect(t, 200)
+		require.NotContains(t, string(jobs.Body), secretWord)
+		kinds := map[string]bool{}
+		for _, j := range list(jobs, "jobs") {
+			if j["activation_id"] != id {
+				continue
+			}
+			kinds[j["kind"].(string)] = true
+			for _, k := range []string{"id", "kind", "state", "attempt", "max_attempts", "errors", "created_at", "scheduled_at"} {
+				require.Contains(t, j, k)
+			}
+			require.NotContains(t, j, "args")
+		}
+		require.True(t, kinds["webhook_delivery"], "the delivery job is listed with its activation: %s", jobs.Body)
+		e.do("GET", "/api/v1/worker/jobs", nil, bearer(user)).expect(t, 403)
+
+		// Everyone sees the queue and the throughput; only admins the
+		// processes.
+		st := e.do("GET", "/api/v1/worker/status", nil, bearer(user)).expect(t, 200)
+		require.NotContains(t, st.JSON, "workers")
+		require.Contains(t, st.JSON, "queue")
+		require.GreaterOrEqual(t, st.JSON["throughput"].(map[string]any)["last_hour"].(map[string]any)["completed"], 1.0)
+		host, _ := os.Hostname()
+		require.NotContains(t, string(st.Body), `"hostname"`)
+		require.NotContains(t, string(st.Body), `"pid"`)
+		st = e.do("GET", "/api/v1/worker/status", nil, bearer(admin)).expect(t, 200)
+		workers := list(st, "workers")
+		require.NotEmpty(t, workers)
+		require.Equal(t, host, workers[0]["hostname"])
+		require.Contains(t, workers[0], "pid")
+		require.Contains(t, workers[0], "heartbeat_at")
+		// An admin's key without the admin scope is not an admin's view.
+		st = e.do("GET", "/api/v1/worker/status", nil, bearer(e.keyWith(admin, "read:all"))).expect(t, 200)
+		require.NotContains(t, st.JSON, "workers")
 	})
 }

@@ -68,7 +68,9 @@ func setupPlatformWith(t *testing.T, base string, agentConfig map[string]any) *p
 	var key struct {
 		Key string `json:"key"`
 	}
-	p.call("POST", "/api/v1/user/api-keys", login.Token, map[string]any{"name": "k", "scopes": []string{"write:all"}}, &key)
+	// The first user is an admin; the admin scope lets the key see the
+	// worker processes in /worker/status.
+	p.call("POST", "/api/v1/user/api-keys", login.Token, map[string]any{"name": "k", "scopes": []string{"write:all", "admin"}}, &key)
 	p.key = key.Key
 	var app struct {
 		AppID string `json:"app_id"`
