@@ -164,9 +164,6 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	if r.AppID != "" && agent.AppID != r.AppID {
 		return nil, false, errAgentNotFound
 	}
-	if err := auth.AllowApp(c, agent.AppID); err != nil {
-		return nil, false, err
-	}
 	if pid, _ := r.Metadata["provider_id"].(string); pid != "" {
 		if _, _, _, err := s.Resolve(ctx, c.UserID, pid); err != nil {
 			return nil, false, prefixField(err, "metadata.")
@@ -350,11 +347,8 @@ func (s *Service) Get(ctx context.Context, c *auth.Caller, id string) (*store.Ac
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Auth.Reach(ctx, c, auth.Resource{Type: "activation", ID: a.ID, OwnerID: a.UserID}, "activation.read", errActivationNotFound); err != nil {
+	if err := s.Auth.Reach(ctx, c, auth.Resource{Type: "activation", ID: a.ID, OwnerID: a.UserID, AppID: a.AppID}, "activation.read", errActivationNotFound); err != nil {
 		return nil, err
-	}
-	if c.AppID != "" && a.AppID != c.AppID {
-		return nil, errActivationNotFound
 	}
 	return a, nil
 }
@@ -390,8 +384,17 @@ func (s *Service) Cancel(ctx context.Context, a *store.Activation) (*store.Activ
 	return out, nil
 }
 
-// List returns a page of the caller's activations.
-func (s *Service) List(ctx context.Context, f store.ActivationFilter) ([]store.Activation, int, error) {
+// List returns a page of the caller's activations that f selects. A key
+// bound to one app lists that app's only: a filter on another app selects
+// nothing, as it would for an app that does not exist.
+func (s *Service) List(ctx context.Context, c *auth.Caller, f store.ActivationFilter) ([]store.Activation, int, error) {
+	f.UserID = c.UserID
+	if c.AppID != "" {
+		if f.AppID != "" && !c.SeesApp(f.AppID) {
+			return []store.Activation{}, 0, nil
+		}
+		f.AppID = c.AppID
+	}
 	return s.Store.ActivationList(ctx, f)
 }
 

@@ -252,14 +252,7 @@ func (a *API) listAppActivations(ctx context.Context, in *appActivationsInput) (
 }
 
 func (a *API) activationList(ctx context.Context, in ActivationListFilters, f store.ActivationFilter) (*listActivationsOutput, error) {
-	c := mustCaller(ctx)
-	f.UserID, f.ChatID, f.Limit, f.Offset = c.UserID, in.ChatID, in.Limit, in.Offset
-	if c.AppID != "" {
-		if f.AppID != "" && f.AppID != c.AppID {
-			return nil, apperr.Forbidden()
-		}
-		f.AppID = c.AppID
-	}
+	f.ChatID, f.Limit, f.Offset = in.ChatID, in.Limit, in.Offset
 	if in.Status != "" {
 		st, err := activation.NormalizeStatus(in.Status)
 		if err != nil {
@@ -267,7 +260,7 @@ func (a *API) activationList(ctx context.Context, in ActivationListFilters, f st
 		}
 		f.Statuses = []string{st}
 	}
-	list, total, err := a.Activations.List(ctx, f)
+	list, total, err := a.Activations.List(ctx, mustCaller(ctx), f)
 	if err != nil {
 		return nil, err
 	}

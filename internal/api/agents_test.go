@@ -107,7 +107,7 @@ func TestAgentLists(t *testing.T) {
 		e.do("GET", "/api/v1/agents/"+tinyAgent, nil, bearer(bound)).expect(t, 200)
 		r = e.do("GET", "/api/v1/apps", nil, bearer(bound)).expect(t, 200)
 		require.Equal(t, []string{"Tiny"}, names(list(r, "apps")))
-		e.do("GET", "/api/v1/apps/"+deskID+"/agents", nil, bearer(bound)).expect(t, 403)
+		e.do("GET", "/api/v1/apps/"+deskID+"/agents", nil, bearer(bound)).expectError(t, 404, "NotFoundError", "App not found")
 		// A bound write key manages its app, and creates no other.
 		boundWrite, _ := e.key(owner, map[string]any{"name": "bw", "scopes": []string{"write:all"}, "app_id": tinyID})
 		e.do("POST", "/api/v1/apps", map[string]any{"name": "New", "slug": "new"}, bearer(boundWrite)).expect(t, 403)

@@ -180,7 +180,7 @@ func TestKeyBoundToAnApp(t *testing.T) {
 	require.Equal(t, appA, list.JSON["api_keys"].([]any)[0].(map[string]any)["app_id"])
 
 	e.do("GET", "/api/v1/test-apps/"+appA, nil, bearer(bound)).expect(t, 200)
-	e.do("GET", "/api/v1/test-apps/"+appB, nil, bearer(bound)).expectError(t, 403, "PermissionError", "Insufficient permissions")
+	e.do("GET", "/api/v1/test-apps/"+appB, nil, bearer(bound)).expectError(t, 404, "NotFoundError", "App not found")
 	// Binding a key to someone else's app is refused as if it did not exist.
 	e.do("POST", "/api/v1/user/api-keys", map[string]any{"name": "x", "scopes": []string{"read:all"}, "app_id": foreign}, bearer(session)).
 		expectError(t, 404, "NotFoundError", "App not found")

@@ -134,7 +134,8 @@ func (a *API) documentEventsSocket() {
 				Content: map[string]*huma.MediaType{"application/json": {Schema: eventSchema}}},
 			"400": errResp("A bad query parameter (e.g. since), or not a WebSocket handshake"),
 			"401": errResp("No or invalid credentials"),
-			"403": errResp("A cross-origin cookie request, or a key bound to another app"),
+			"403": errResp("A cross-origin cookie request"),
+			"404": errResp("app_id names an app a key bound to another app does not see"),
 			"429": errResp("Rate limit exceeded"),
 		},
 	})

@@ -8,10 +8,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -184,5 +187,283 @@ func TestWorkerEndpointsShowNoPrivateData(t *testing.T) {
 		// An admin's key without the admin scope is not an admin's view.
 		st = e.do("GET", "/api/v1/worker/status", nil, bearer(e.keyWith(admin, "read:all"))).expect(t, 200)
 		require.NotContains(t, st.JSON, "workers")
+	})
+}
+
+// TestBoundKeyRouteTable is what a key bound to app A gets on every route
+// of the OpenAPI document (a route added without a row here fails the
+// test): another app's things, of the same user (B) or of another user
+// reached with X-Admin-Reason (C), answer 404 as if absent; account-level
+// things answer 403; lists hold only A's things. Each refused call has a
+// control on A's things with the same key where that makes sense, so a
+// 404 is the binding's, not a bad request's. The key is the strongest
+// there is: admin and write:all scopes of an admin.
+func TestBoundKeyRouteTable(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, egressForTests)
+		ctx := context.Background()
+		owner := e.signup("owner@example.com") // the first user: an admin
+		other := e.signup("other@example.com")
+		ownerID := e.do("GET", "/api/v1/users/me", nil, bearer(owner)).expect(t, 200).str("id")
+		otherID := e.do("GET", "/api/v1/users/me", nil, bearer(other)).expect(t, 200).str("id")
+		rcv := newReceiver(t)
+		fa, fb, fc := e.llmAgent(owner, nil, 0), e.llmAgent(owner, nil, 0), e.llmAgent(other, nil, 0)
+		spare := &store.Agent{ID: uuid.NewString(), AppID: fa.appID, UserID: ownerID, Name: "spare", AgentTypeID: "llm", Version: "1.0.0",
+			Status: "active", TimeoutSeconds: 60, Config: json.RawMessage(`{"model":"echo","provider_id":"echo"}`), CreatedAt: store.Now(), UpdatedAt: store.Now()}
+		require.NoError(t, e.srv.Store.AgentCreate(ctx, spare))
+		run := func(token, agentID string) string {
+			id := e.do("POST", "/api/v1/agents/"+agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "p"},
+				"metadata": map[string]any{"webhook_url": rcv.url}}, bearer(token)).expect(t, 201).str("activation_id")
+			require.Equal(t, "completed", e.await(token, id).str("status"))
+			return id
+		}
+		actA, actB, actC := run(owner, fa.agentID), run(owner, fb.agentID), run(other, fc.agentID)
+		for range 3 {
+			select {
+			case <-rcv.got:
+			case <-time.After(20 * time.Second):
+				t.Fatal("deliveries did not arrive")
+			}
+		}
+		require.Eventually(t, func() bool { // recorded just after the answer
+			r := e.do("GET", "/api/v1/activations/"+actB+"/deliveries", nil, bearer(owner)).expect(t, 200)
+			return len(list(r, "deliveries")) == 1
+		}, 10*time.Second, 10*time.Millisecond)
+		providerID := e.do("POST", "/api/v1/llm-providers", map[string]any{"name": "mine", "provider_type": "echo"}, bearer(owner)).expect(t, 201).str("id")
+		_, otherKeyID := e.key(owner, map[string]any{"name": "unbound", "scopes": []string{"read:all"}})
+		bound, _ := e.key(owner, map[string]any{"name": "bound", "scopes": []string{"admin", "write:all"}, "app_id": fa.appID})
+		slugA := e.do("GET", "/api/v1/apps/"+fa.appID, nil, bearer(owner)).expect(t, 200).str("slug")
+		slugB := e.do("GET", "/api/v1/apps/"+fb.appID, nil, bearer(owner)).expect(t, 200).str("slug")
+
+		A := map[string]string{"app_id": fa.appID, "agent_id": fa.agentID, "activation_id": actA}
+		B := map[string]string{"app_id": fb.appID, "agent_id": fb.agentID, "activation_id": actB}
+		C := map[string]string{"app_id": fc.appID, "agent_id": fc.agentID, "activation_id": actC}
+		AwithB := map[string]string{"app_id": fa.appID, "agent_id": fb.agentID, "activation_id": actB}
+		spareA := map[string]string{"app_id": fa.appID, "agent_id": spare.ID}
+		none := map[string]string{}
+		user := map[string]string{"id": otherID}
+		provider := map[string]string{"id": providerID}
+		key := map[string]string{"key_id": itoa(otherKeyID)}
+		const assistant = "00000000-0000-7000-8000-000000000001"
+		activate := map[string]any{"input_data": map[string]any{"prompt": "p"}}
+
+		type call struct {
+			ids    map[string]string
+			query  string
+			body   any // a func() any is called when the call is made
+			status int
+			// only, when set, are the ids (activation or agent) every item
+			// of the answer's list must belong to.
+			only map[string]string
+		}
+		const forbidden, absent = http.StatusForbidden, http.StatusNotFound
+		routes := []struct {
+			route string
+			calls []call
+		}{
+			// Public: a key changes nothing.
+			{"POST /api/v1/auth/register", nil},
+			{"POST /api/v1/auth/login", nil},
+			{"POST /api/v1/auth/logout", nil},
+			{"GET /api/v1/version", []call{{ids: none, status: 200}}},
+			{"GET /healthz", []call{{ids: none, status: 200}}},
+			{"GET /readyz", []call{{ids: none, status: 200}}},
+
+			// The account: who the key belongs to is readable, nothing is
+			// changeable; admin rights do not survive the binding.
+			{"GET /api/v1/users/me", []call{{ids: none, status: 200}}},
+			{"PATCH /api/v1/users/me", []call{{ids: none, body: map[string]any{"email": "thief@example.com"}, status: forbidden}}},
+			{"POST /api/v1/users/me/password", []call{{ids: none, body: map[string]any{"current_password": "password1", "new_password": "password2"}, status: forbidden}}},
+			{"GET /api/v1/users", []call{{ids: none, status: forbidden}}},
+			{"GET /api/v1/users/{id}", []call{{ids: user, status: forbidden}}},
+			{"PATCH /api/v1/users/{id}", []call{{ids: user, body: map[string]any{"is_active": false}, status: forbidden}}},
+			{"GET /api/v1/users/audit-log", []call{{ids: none, status: forbidden}}},
+			{"POST /api/v1/user/api-keys", []call{{ids: none, body: map[string]any{"name": "x", "scopes": []string{"admin"}}, status: forbidden}}},
+			{"GET /api/v1/user/api-keys", []call{{ids: none, status: forbidden}}},
+			{"DELETE /api/v1/user/api-keys/{key_id}", []call{{ids: key, status: forbidden}}},
+			{"GET /api/v1/llm-providers", []call{{ids: none, status: forbidden}}},
+			{"POST /api/v1/llm-providers", []call{{ids: none, body: map[string]any{"name": "evil", "provider_type": "echo", "is_default": true}, status: forbidden}}},
+			{"GET /api/v1/llm-providers/{id}", []call{{ids: provider, status: forbidden}}},
+			{"PATCH /api/v1/llm-providers/{id}", []call{{ids: provider, body: map[string]any{"is_default": true}, status: forbidden}}},
+			{"DELETE /api/v1/llm-providers/{id}", []call{{ids: provider, status: forbidden}}},
+			{"POST /api/v1/llm-providers/{id}/test", []call{{ids: provider, status: forbidden}}},
+			{"GET /api/v1/worker/status", []call{{ids: none, status: 200}}}, // queue figures; no processes (checked below)
+			{"POST /api/v1/worker/pause", []call{{ids: none, status: forbidden}}},
+			{"POST /api/v1/worker/resume", []call{{ids: none, status: forbidden}}},
+			{"GET /api/v1/worker/jobs", []call{{ids: none, status: forbidden}}},
+
+			// Apps: new ones are the account's; other ones are absent.
+			{"GET /api/v1/apps", []call{{ids: none, status: 200, only: map[string]string{"app_id": fa.appID}}}},
+			{"POST /api/v1/apps", []call{{ids: none, body: map[string]any{"name": "B", "slug": slugB}, status: forbidden}}},
+			{"GET /api/v1/apps/marketplace", []call{{ids: none, status: forbidden}}},
+			{"GET /api/v1/apps/{app_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"PATCH /api/v1/apps/{app_id}", []call{{ids: A, body: map[string]any{"description": "a"}, status: 200},
+				{ids: B, body: map[string]any{"status": "disabled"}, status: absent}, {ids: C, body: map[string]any{"status": "disabled"}, status: absent}}},
+			{"DELETE /api/v1/apps/{app_id}", []call{{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"POST /api/v1/apps/{app_id}/install", []call{{ids: A, body: map[string]any{"slug": "copy-a"}, status: forbidden}, {ids: B, body: map[string]any{"slug": "copy-b"}, status: forbidden}}},
+			{"GET /api/v1/apps/{app_id}/manifest", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/apps/{app_id}/models", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/apps/{app_id}/webhook-secret", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"POST /api/v1/apps/{app_id}/webhook-secret", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/apps/{app_id}/model-providers", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+
+			// Agents: A's only; the system agents belong to no app.
+			{"GET /api/v1/agents", []call{{ids: none, status: 200, only: map[string]string{"agent_id": fa.agentID + " " + spare.ID}}}},
+			{"GET /api/v1/agents/{agent_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent},
+				{ids: map[string]string{"agent_id": assistant}, status: absent}}},
+			{"GET /api/v1/apps/{app_id}/agents", []call{{ids: A, status: 200, only: map[string]string{"agent_id": fa.agentID + " " + spare.ID}},
+				{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"POST /api/v1/apps/{app_id}/agents", []call{
+				{ids: A, body: map[string]any{"name": "made", "agent_type_id": "llm", "agent_config": map[string]any{"model": "echo"}}, status: 201},
+				{ids: B, body: map[string]any{"name": "made", "agent_type_id": "llm", "agent_config": map[string]any{"model": "echo"}}, status: absent},
+				{ids: C, body: map[string]any{"name": "made", "agent_type_id": "llm", "agent_config": map[string]any{"model": "echo"}}, status: absent}}},
+			{"GET /api/v1/apps/{app_id}/agents/{agent_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}, {ids: AwithB, status: absent}}},
+			{"PATCH /api/v1/apps/{app_id}/agents/{agent_id}", []call{{ids: A, body: map[string]any{"description": "a"}, status: 200},
+				{ids: B, body: map[string]any{"status": "disabled"}, status: absent}, {ids: C, body: map[string]any{"status": "disabled"}, status: absent},
+				{ids: AwithB, body: map[string]any{"status": "disabled"}, status: absent}}},
+			{"DELETE /api/v1/apps/{app_id}/agents/{agent_id}", []call{{ids: B, status: absent}, {ids: C, status: absent}, {ids: AwithB, status: absent},
+				{ids: spareA, status: 204}}},
+
+			// Activations.
+			{"POST /api/v1/agents/{agent_id}/activate", []call{{ids: A, body: activate, status: 201}, {ids: B, body: activate, status: absent},
+				{ids: C, body: activate, status: absent}, {ids: map[string]string{"agent_id": assistant}, body: activate, status: absent}}},
+			{"POST /api/v1/apps/{app_id}/agents/{agent_id}/activate", []call{{ids: A, body: activate, status: 201}, {ids: B, body: activate, status: absent},
+				{ids: C, body: activate, status: absent}, {ids: AwithB, body: activate, status: absent}}},
+			{"POST /api/v1/activations", []call{
+				{ids: none, body: map[string]any{"agent_id": fa.agentID, "input_data": map[string]any{"prompt": "p"}}, status: 201},
+				{ids: none, body: map[string]any{"agent_id": fb.agentID, "input_data": map[string]any{"prompt": "p"}}, status: absent},
+				{ids: none, body: map[string]any{"agent_id": fc.agentID, "input_data": map[string]any{"prompt": "p"}}, status: absent},
+				{ids: none, body: map[string]any{"agent_id": assistant, "input_data": map[string]any{"prompt": "p"}}, status: absent}}},
+			{"GET /api/v1/activations", []call{{ids: none, status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: none, query: "app_id=" + fb.appID, status: 200, only: map[string]string{"app_id": ""}},
+				{ids: none, query: "agent_id=" + fb.agentID, status: 200, only: map[string]string{"app_id": ""}}}},
+			{"GET /api/v1/activations/{activation_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/activations/{activation_id}/stream", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"POST /api/v1/activations/{activation_id}/cancel", []call{{ids: A, status: http.StatusConflict}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/activations/{activation_id}/deliveries", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/agents/{agent_id}/activations", []call{{ids: A, status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/apps/{app_id}/activations", []call{{ids: A, status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/apps/{app_id}/agents/activations/{activation_id}", []call{{ids: A, status: 200}, {ids: B, status: absent},
+				{ids: C, status: absent}, {ids: AwithB, status: absent}}},
+
+			// Events: another app's filter is as absent as the app.
+			{"GET /api/v1/ws", []call{{ids: none, query: "app_id=" + fa.appID, status: http.StatusSwitchingProtocols},
+				{ids: none, query: "app_id=" + fb.appID, status: absent}, {ids: none, query: "app_id=" + fc.appID, status: absent}}},
+
+			// Last, since its control upgrades A in place: importing is
+			// creating an app (the account's) unless it upgrades A.
+			{"POST /api/v1/apps/import-manifest", []call{
+				{ids: none, body: map[string]any{"name": "B", "slug": slugB, "version": "9.0.0"}, status: forbidden},
+				{ids: none, body: map[string]any{"name": "New", "slug": "brand-new", "version": "1.0.0"}, status: forbidden},
+				{ids: none, body: func() any {
+					m := e.do("GET", "/api/v1/apps/"+fa.appID+"/manifest", nil, bearer(bound)).expect(t, 200).JSON
+					require.Equal(t, slugA, m["slug"])
+					m["version"] = "9.0.0"
+					return m
+				}, status: 200}}},
+		}
+
+		// Every route of the document has its row, and every row a route.
+		doc := e.do("GET", "/api/v1/openapi.json", nil).expect(t, 200)
+		var spec struct {
+			Paths map[string]map[string]json.RawMessage `json:"paths"`
+		}
+		require.NoError(t, json.Unmarshal(doc.Body, &spec))
+		documented := map[string]bool{}
+		for path, item := range spec.Paths {
+			for method := range item {
+				switch method {
+				case "get", "put", "post", "delete", "options", "head", "patch", "trace":
+					documented[strings.ToUpper(method)+" "+path] = true
+				}
+			}
+		}
+		rows := map[string]bool{}
+		for _, r := range routes {
+			require.False(t, rows[r.route], "two rows for %s", r.route)
+			rows[r.route] = true
+			require.True(t, documented[r.route], "%s is not a route any more", r.route)
+		}
+		for route := range documented {
+			require.True(t, rows[route], "%s has no row: say what a key bound to another app gets there", route)
+		}
+
+		reason := header("X-Admin-Reason", "isolation test")
+		made := 0
+		for _, r := range routes {
+			method, template, _ := strings.Cut(r.route, " ")
+			for _, c := range r.calls {
+				made++
+				path := template
+				for k, v := range c.ids {
+					path = strings.ReplaceAll(path, "{"+k+"}", v)
+				}
+				require.NotContains(t, path, "{", "%s: ids %v", r.route, c.ids)
+				if c.query != "" {
+					path += "?" + c.query
+				}
+				name := method + " " + path
+				if template == "/api/v1/ws" {
+					_, status := e.socket(c.query, http.Header{"Authorization": {"Bearer " + bound}, "X-Admin-Reason": {"isolation test"}})
+					assert.Equal(t, c.status, status, name)
+					continue
+				}
+				body := c.body
+				if f, ok := body.(func() any); ok {
+					body = f()
+				}
+				res := e.do(method, path, body, bearer(bound), reason)
+				// Every route's answer is reported, not just the first wrong one.
+				if !assert.Equal(t, c.status, res.Status, "%s (%s): %s", name, r.route, res.Body) {
+					continue
+				}
+				switch c.status {
+				case forbidden:
+					require.Equal(t, "PermissionError", res.str("error_type"), name)
+				case absent:
+					require.Equal(t, "NotFoundError", res.str("error_type"), name)
+				}
+				for field, allowed := range c.only {
+					for _, key := range []string{"apps", "agents", "activations"} {
+						for _, item := range list(res, key) {
+							v, _ := item[field].(string)
+							require.Contains(t, strings.Fields(allowed), v, "%s: %s of %v", name, field, item)
+						}
+					}
+					if allowed == "" {
+						require.Equal(t, 0.0, res.JSON["total_count"], name)
+					}
+				}
+			}
+		}
+
+		require.Greater(t, made, 2*len(routes), "the calls were made")
+		if t.Failed() {
+			return
+		}
+		// The worker's processes are an admin's view: not a bound key's.
+		require.NotContains(t, e.do("GET", "/api/v1/worker/status", nil, bearer(bound)).expect(t, 200).JSON, "workers")
+
+		// Nothing outside A changed.
+		me := e.do("GET", "/api/v1/users/me", nil, bearer(owner)).expect(t, 200)
+		require.Equal(t, "owner@example.com", me.str("email"))
+		r := e.do("GET", "/api/v1/llm-providers", nil, bearer(owner)).expect(t, 200)
+		require.Equal(t, []string{"echo", providerID}, providerIDs(r))
+		require.Equal(t, false, list(r, "providers")[1]["is_default"])
+		require.Equal(t, "active", e.do("GET", "/api/v1/apps/"+fb.appID, nil, bearer(owner)).expect(t, 200).str("status"))
+		require.Equal(t, "active", e.do("GET", "/api/v1/apps/"+fc.appID, nil, bearer(other)).expect(t, 200).str("status"))
+		require.Equal(t, "active", e.do("GET", "/api/v1/agents/"+fb.agentID, nil, bearer(owner)).expect(t, 200).str("status"))
+		require.Equal(t, "active", e.do("GET", "/api/v1/agents/"+fc.agentID, nil, bearer(other)).expect(t, 200).str("status"))
+		require.Equal(t, []string{"Desk"}, names(list(e.do("GET", "/api/v1/apps?limit=100", nil, bearer(other)).expect(t, 200), "apps")))
+		require.Len(t, list(e.do("GET", "/api/v1/apps", nil, bearer(owner)).expect(t, 200), "apps"), 2, "no app created")
+		require.Equal(t, true, e.do("GET", "/api/v1/users/"+otherID, nil, bearer(owner)).expect(t, 200).JSON["is_active"])
+		require.Len(t, list(e.do("GET", "/api/v1/user/api-keys", nil, bearer(owner)).expect(t, 200), "api_keys"), 2, "no key created or revoked")
+		require.Len(t, list(e.do("GET", "/api/v1/activations/"+actB+"/deliveries", nil, bearer(owner)).expect(t, 200), "deliveries"), 1)
+		// The queue was not paused: B's agent still runs.
+		id := e.do("POST", "/api/v1/agents/"+fb.agentID+"/activate", activate, bearer(owner)).expect(t, 201).str("activation_id")
+		require.Equal(t, "completed", e.await(owner, id).str("status"))
 	})
 }

@@ -10,7 +10,10 @@ import (
 )
 
 // routes is the one place that lists every route and the rule its caller
-// must meet (auth.Public, User, AppUse, SessionOnly, AdminOnly).
+// must meet (auth.Public, User, AppUse, SessionOnly, AdminOnly, and
+// Account/AccountRead for account-level things, which a key bound to one
+// app may not reach). A key bound to one app sees no other: a route's
+// {app_id} is checked by the middleware, and every resource by auth.Reach.
 func (a *API) routes() {
 	op := func(id, method, path, summary string, tags ...string) huma.Operation {
 		return huma.Operation{OperationID: id, Method: method, Path: path, Summary: summary, Tags: tags}
@@ -26,7 +29,7 @@ func (a *API) routes() {
 
 	// Users.
 	register(a, op("get-me", http.MethodGet, "/api/v1/users/me", "The caller's account", "users"), auth.AppUse, a.getMe)
-	register(a, op("update-me", http.MethodPatch, "/api/v1/users/me", "Update the caller's profile", "users"), auth.User, a.updateMe)
+	register(a, op("update-me", http.MethodPatch, "/api/v1/users/me", "Update the caller's profile", "users"), auth.Account, a.updateMe)
 	register(a, noContent(op("change-password", http.MethodPost, "/api/v1/users/me/password", "Change password (ends other sessions)", "users")), auth.SessionOnly, a.changePassword)
 	register(a, op("list-users", http.MethodGet, "/api/v1/users", "List accounts (admin)", "users"), auth.AdminOnly, a.listUsers)
 	register(a, op("get-user", http.MethodGet, "/api/v1/users/{id}", "One account (admin)", "users"), auth.AdminOnly, a.getUser)
@@ -40,14 +43,14 @@ func (a *API) routes() {
 
 	// Apps and manifests: managed by the user, read with app:access too.
 	register(a, op("list-apps", http.MethodGet, "/api/v1/apps", "List your apps, newest first", "apps"), auth.AppUse, a.listApps)
-	register(a, created(op("create-app", http.MethodPost, "/api/v1/apps", "Create an app, optionally from manifest_data", "apps")), auth.User, a.createApp)
-	register(a, op("marketplace", http.MethodGet, "/api/v1/apps/marketplace", "Published apps of every user", "apps"), auth.AppUse, a.marketplace)
+	register(a, created(op("create-app", http.MethodPost, "/api/v1/apps", "Create an app, optionally from manifest_data", "apps")), auth.Account, a.createApp)
+	register(a, op("marketplace", http.MethodGet, "/api/v1/apps/marketplace", "Published apps of every user", "apps"), auth.AccountRead, a.marketplace)
 	register(a, created(op("import-manifest", http.MethodPost, "/api/v1/apps/import-manifest", "Import an app from a manifest (JSON, or YAML with Content-Type: application/yaml)", "apps")), auth.User, a.importManifest)
 	documentRawBody[apps.Manifest](a, http.MethodPost, "/api/v1/apps/import-manifest", "application/json", "application/yaml")
 	register(a, op("get-app", http.MethodGet, "/api/v1/apps/{app_id}", "One app", "apps"), auth.AppUse, a.getApp)
 	register(a, op("update-app", http.MethodPatch, "/api/v1/apps/{app_id}", "Rename, disable or publish an app", "apps"), auth.User, a.updateApp)
 	register(a, noContent(op("delete-app", http.MethodDelete, "/api/v1/apps/{app_id}", "Delete an app and everything in it", "apps")), auth.User, a.deleteApp)
-	register(a, created(op("install-app", http.MethodPost, "/api/v1/apps/{app_id}/install", "Copy a published app into your account", "apps")), auth.User, a.installApp)
+	register(a, created(op("install-app", http.MethodPost, "/api/v1/apps/{app_id}/install", "Copy a published app into your account", "apps")), auth.Account, a.installApp)
 	register(a, op("export-manifest", http.MethodGet, "/api/v1/apps/{app_id}/manifest", "The app as a manifest (imports back to the same app)", "apps"), auth.AppUse, a.exportManifest)
 	register(a, op("list-app-models", http.MethodGet, "/api/v1/apps/{app_id}/models", "Data models of an app", "apps"), auth.AppUse, a.listAppModels)
 
@@ -88,12 +91,12 @@ func (a *API) routes() {
 
 	// LLM providers: the system ones and the caller's own; what an app may
 	// use is readable with app:access.
-	register(a, op("list-llm-providers", http.MethodGet, "/api/v1/llm-providers", "System providers first, then yours", "llm-providers"), auth.User, a.listLLMProviders)
-	register(a, created(op("create-llm-provider", http.MethodPost, "/api/v1/llm-providers", "Add an LLM provider (its api_key is stored encrypted)", "llm-providers")), auth.User, a.createLLMProvider)
-	register(a, op("get-llm-provider", http.MethodGet, "/api/v1/llm-providers/{id}", "One LLM provider", "llm-providers"), auth.User, a.getLLMProvider)
-	register(a, op("update-llm-provider", http.MethodPatch, "/api/v1/llm-providers/{id}", "Change an LLM provider (not a system one)", "llm-providers"), auth.User, a.updateLLMProvider)
-	register(a, noContent(op("delete-llm-provider", http.MethodDelete, "/api/v1/llm-providers/{id}", "Delete an LLM provider (not a system one)", "llm-providers")), auth.User, a.deleteLLMProvider)
-	register(a, op("test-llm-provider", http.MethodPost, "/api/v1/llm-providers/{id}/test", "Make a tiny completion with the provider's default model", "llm-providers"), auth.User, a.testLLMProvider)
+	register(a, op("list-llm-providers", http.MethodGet, "/api/v1/llm-providers", "System providers first, then yours", "llm-providers"), auth.Account, a.listLLMProviders)
+	register(a, created(op("create-llm-provider", http.MethodPost, "/api/v1/llm-providers", "Add an LLM provider (its api_key is stored encrypted)", "llm-providers")), auth.Account, a.createLLMProvider)
+	register(a, op("get-llm-provider", http.MethodGet, "/api/v1/llm-providers/{id}", "One LLM provider", "llm-providers"), auth.Account, a.getLLMProvider)
+	register(a, op("update-llm-provider", http.MethodPatch, "/api/v1/llm-providers/{id}", "Change an LLM provider (not a system one)", "llm-providers"), auth.Account, a.updateLLMProvider)
+	register(a, noContent(op("delete-llm-provider", http.MethodDelete, "/api/v1/llm-providers/{id}", "Delete an LLM provider (not a system one)", "llm-providers")), auth.Account, a.deleteLLMProvider)
+	register(a, op("test-llm-provider", http.MethodPost, "/api/v1/llm-providers/{id}/test", "Make a tiny completion with the provider's default model", "llm-providers"), auth.Account, a.testLLMProvider)
 	register(a, op("list-app-model-providers", http.MethodGet, "/api/v1/apps/{app_id}/model-providers", "LLM providers the app's agents may use", "llm-providers"), auth.AppUse, a.appModelProviders)
 
 	// Events: a WebSocket, served by plain net/http and documented by hand;

@@ -58,9 +58,9 @@ func (s *Service) Agent(ctx context.Context, c *auth.Caller, agentID string) (*s
 }
 
 // VisibleAgent returns an agent the caller may use: one of the caller's
-// apps' (the bound app's, for a bound key) or a system agent; anything
-// else is ErrAgentNotFound. An agent of a disabled app is ErrAppDisabled, a
-// disabled agent ErrAgentDisabled (both 409).
+// apps' (the bound app's, for a bound key) or, unless the key is bound, a
+// system agent; anything else is ErrAgentNotFound. An agent of a disabled
+// app is ErrAppDisabled, a disabled agent ErrAgentDisabled (both 409).
 func (s *Service) VisibleAgent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error) {
 	a, err := s.visibleAgent(ctx, c, agentID, "use")
 	if err != nil {
@@ -96,12 +96,13 @@ func (s *Service) visibleAgent(ctx context.Context, c *auth.Caller, agentID, act
 		return nil, err
 	}
 	if a.IsSystem {
+		// Everyone's, and in no app: a key bound to one does not see them.
+		if !c.SeesApp("") {
+			return nil, ErrAgentNotFound
+		}
 		return a, nil
 	}
-	if c.AppID != "" && c.AppID != a.AppID {
-		return nil, ErrAgentNotFound
-	}
-	if err := s.auth.Reach(ctx, c, auth.Resource{Type: resourceAgent, ID: a.ID, OwnerID: a.UserID}, action, ErrAgentNotFound); err != nil {
+	if err := s.auth.Reach(ctx, c, auth.Resource{Type: resourceAgent, ID: a.ID, OwnerID: a.UserID, AppID: a.AppID}, action, ErrAgentNotFound); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -234,6 +234,9 @@ func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts w
 	err = s.store.InTx(ctx, func(tx *store.Store) error {
 		now := s.now()
 		app, err := tx.AppGetBySlug(ctx, c.UserID, m.Slug)
+		if err == nil && !c.SeesApp(app.ID) {
+			err = store.ErrNotFound // another app is absent to a key bound to one
+		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			if c.AppID != "" {
@@ -246,8 +249,6 @@ func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts w
 			return err
 		case !opts.upgrade:
 			return slugTaken(m.Slug)
-		case c.AppID != "" && c.AppID != app.ID:
-			return auth.ErrForbidden
 		case compareSemver(m.Version, app.Version) <= 0:
 			return apperr.Newf(apperr.Conflict, "App %q is already at version %s: import a higher version to upgrade it", m.Slug, app.Version)
 		default:

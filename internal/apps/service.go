@@ -64,7 +64,7 @@ func (s *Service) OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*
 }
 
 func (s *Service) ownedApp(ctx context.Context, c *auth.Caller, appID, action string) (*store.App, error) {
-	if uuid.Validate(appID) != nil || (c.AppID != "" && c.AppID != appID) {
+	if uuid.Validate(appID) != nil {
 		return nil, ErrAppNotFound
 	}
 	app, err := s.store.AppGet(ctx, appID)
@@ -74,7 +74,7 @@ func (s *Service) ownedApp(ctx context.Context, c *auth.Caller, appID, action st
 	if err != nil {
 		return nil, err
 	}
-	if err := s.auth.Reach(ctx, c, auth.Resource{Type: resourceApp, ID: app.ID, OwnerID: app.UserID}, action, ErrAppNotFound); err != nil {
+	if err := s.auth.Reach(ctx, c, auth.Resource{Type: resourceApp, ID: app.ID, OwnerID: app.UserID, AppID: app.ID}, action, ErrAppNotFound); err != nil {
 		return nil, err
 	}
 	return app, nil

@@ -54,6 +54,11 @@ func TestAllow(t *testing.T) {
 	key := func(admin bool, scopes ...Scope) *Caller {
 		return &Caller{Kind: KindAPIKey, IsAdmin: admin, Scopes: scopes}
 	}
+	boundKey := func(admin bool, scopes ...Scope) *Caller {
+		c := key(admin, scopes...)
+		c.AppID = "a"
+		return c
+	}
 	get, post := http.MethodGet, http.MethodPost
 	for _, tc := range []struct {
 		name   string
@@ -79,12 +84,25 @@ func TestAllow(t *testing.T) {
 		{"admin's admin key on admin route", key(true, ScopeAdmin), AdminOnly, post, nil},
 		{"non-admin's admin key on admin route", key(false, ScopeAdmin), AdminOnly, get, ErrForbidden},
 		{"admin key anywhere", key(true, ScopeAdmin), User, post, nil},
+		{"key on account route", key(false, ScopeWrite), Account, post, nil},
+		{"app key reads the account's catalog", key(false, ScopeAppAccess), AccountRead, get, nil},
+		{"bound key on account route", boundKey(true, ScopeAdmin), Account, get, ErrForbidden},
+		{"bound app key on account read", boundKey(false, ScopeAppAccess), AccountRead, get, ErrForbidden},
+		{"bound admin key on admin route", boundKey(true, ScopeAdmin), AdminOnly, get, ErrForbidden},
+		{"bound key on its app's routes", boundKey(false, ScopeWrite), User, post, nil},
 	} {
 		require.Equal(t, tc.want, Allow(tc.caller, tc.rule, tc.method), tc.name)
 	}
-	bound := &Caller{Kind: KindAPIKey, AppID: "a"}
+	bound := boundKey(true, ScopeAdmin)
 	require.NoError(t, AllowApp(bound, "a"))
 	require.NoError(t, AllowApp(bound, ""), "routes without an app")
-	require.Equal(t, ErrForbidden, AllowApp(bound, "b"))
+	require.Equal(t, ErrOtherApp, AllowApp(bound, "b"), "another app is absent")
 	require.NoError(t, AllowApp(session, "b"))
+	require.False(t, bound.CanAdmin(), "admin rights do not survive the binding")
+	require.True(t, key(true, ScopeAdmin).CanAdmin())
+	require.True(t, bound.SeesApp("a"))
+	require.False(t, bound.SeesApp("b"))
+	require.False(t, bound.SeesApp(""), "things outside every app")
+	require.True(t, session.SeesApp(""))
+	require.True(t, session.SeesApp("b"))
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"slices"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
 )
 
 // Scope is an API key permission.
@@ -52,10 +54,21 @@ type Caller struct {
 func (c *Caller) HasScope(s Scope) bool { return slices.Contains(c.Scopes, s) }
 
 // CanAdmin reports whether the caller may use admin rights: an admin's
-// session, or a key with the admin scope of an admin.
+// session, or a key with the admin scope of an admin that is not bound to
+// one app (a bound key reaches nothing beyond its app).
 func (c *Caller) CanAdmin() bool {
-	return c.IsAdmin && (c.Kind == KindSession || c.HasScope(ScopeAdmin))
+	return c.IsAdmin && c.AppID == "" && (c.Kind == KindSession || c.HasScope(ScopeAdmin))
 }
+
+// SeesApp reports whether things of app appID exist for c; "" stands for
+// things outside every app (system agents, an activation without an app).
+// A key bound to one app sees that app only; every other caller sees
+// every app (user isolation is Reach's business).
+//
+// It is the one test of the binding: the middleware applies it to a
+// route's {app_id}, Reach to every resource it is given, and the domain
+// lists filter on Caller.AppID.
+func (c *Caller) SeesApp(appID string) bool { return c.AppID == "" || c.AppID == appID }
 
 // Rule is what a route requires of its caller. Every route declares one.
 type Rule struct {
@@ -68,6 +81,11 @@ type Rule struct {
 	// AppAccess routes are open to app:access keys (using an app, not
 	// managing it).
 	AppAccess bool
+	// Account routes act on the account rather than inside one app (the
+	// profile, LLM providers, new apps, the marketplace): a key bound to
+	// one app gets 403. Admin and SessionOnly routes are refused to bound
+	// keys anyway.
+	Account bool
 }
 
 // The rules routes use.
@@ -77,7 +95,14 @@ var (
 	AppUse      = Rule{AppAccess: true}
 	SessionOnly = Rule{SessionOnly: true}
 	AdminOnly   = Rule{Admin: true}
+	Account     = Rule{Account: true}
+	// AccountRead is Account that app:access keys may read.
+	AccountRead = Rule{Account: true, AppAccess: true}
 )
+
+// ErrOtherApp answers a key bound to one app that names another: the app
+// does not exist for it.
+var ErrOtherApp = apperr.NotFoundf("App not found")
 
 // Allow checks c (nil when unauthenticated) against rule for an HTTP method.
 func Allow(c *Caller, rule Rule, method string) error {
@@ -88,6 +113,9 @@ func Allow(c *Caller, rule Rule, method string) error {
 		return ErrAuthRequired
 	}
 	if rule.SessionOnly && c.Kind != KindSession {
+		return ErrForbidden
+	}
+	if rule.Account && c.AppID != "" {
 		return ErrForbidden
 	}
 	if rule.Admin {
@@ -110,10 +138,11 @@ func Allow(c *Caller, rule Rule, method string) error {
 	return ErrForbidden
 }
 
-// AllowApp checks that a key bound to one app is used only on that app.
+// AllowApp checks an app a request names (a route's {app_id}, a filter):
+// for a key bound to another app it is absent (ErrOtherApp, 404).
 func AllowApp(c *Caller, appID string) error {
-	if c != nil && c.AppID != "" && appID != "" && c.AppID != appID {
-		return ErrForbidden
+	if c != nil && appID != "" && !c.SeesApp(appID) {
+		return ErrOtherApp
 	}
 	return nil
 }

@@ -132,13 +132,20 @@ type Resource struct {
 	Type    string // e.g. "api_key"
 	ID      string
 	OwnerID string
+	// AppID is the app the thing is part of; "" for things outside every
+	// app (a key bound to one app does not see those).
+	AppID string
 }
 
-// Reach decides whether c may act on r. Owners may. Anyone else gets
-// notFound (another user's thing is absent), except an admin who states a
-// reason in X-Admin-Reason: that access is allowed and written to the audit
-// log before it happens.
+// Reach decides whether c may act on r. A key bound to another app gets
+// notFound (Caller.SeesApp). Owners may. Anyone else gets notFound
+// (another user's thing is absent), except an admin who states a reason in
+// X-Admin-Reason: that access is allowed and written to the audit log
+// before it happens.
 func (s *Service) Reach(ctx context.Context, c *Caller, r Resource, action string, notFound error) error {
+	if c != nil && !c.SeesApp(r.AppID) {
+		return notFound
+	}
 	if c != nil && c.UserID == r.OwnerID {
 		return nil
 	}

@@ -269,7 +269,7 @@ func (s *Service) ListForApp(ctx context.Context, c *auth.Caller, appID string, 
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := s.auth.Reach(ctx, c, auth.Resource{Type: "app", ID: app.ID, OwnerID: app.UserID}, "app.model_providers", notFound); err != nil {
+	if err := s.auth.Reach(ctx, c, auth.Resource{Type: "app", ID: app.ID, OwnerID: app.UserID, AppID: app.ID}, "app.model_providers", notFound); err != nil {
 		return nil, 0, err
 	}
 	return s.listFor(ctx, app.UserID, limit, offset)

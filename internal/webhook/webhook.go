@@ -157,7 +157,7 @@ func (s *Service) ownApp(ctx context.Context, c *auth.Caller, appID, action stri
 	if err != nil {
 		return err
 	}
-	return s.auth.Reach(ctx, c, auth.Resource{Type: "app", ID: app.ID, OwnerID: app.UserID}, action, errAppNotFound)
+	return s.auth.Reach(ctx, c, auth.Resource{Type: "app", ID: app.ID, OwnerID: app.UserID, AppID: app.ID}, action, errAppNotFound)
 }
 
 // Secret returns the app's webhook secret, making one on first need.
@@ -271,7 +271,7 @@ func (s *Service) Deliveries(ctx context.Context, c *auth.Caller, activationID s
 	if err != nil {
 		return nil, 0, err
 	}
-	if err := s.auth.Reach(ctx, c, auth.Resource{Type: "activation", ID: activationID, OwnerID: act.UserID}, "list_webhook_deliveries", notFound); err != nil {
+	if err := s.auth.Reach(ctx, c, auth.Resource{Type: "activation", ID: activationID, OwnerID: act.UserID, AppID: act.AppID}, "list_webhook_deliveries", notFound); err != nil {
 		return nil, 0, err
 	}
 	return s.store.WebhookDeliveryList(ctx, activationID, limit, offset)
