@@ -80,12 +80,29 @@ func TestInstallDropsWebhookURLsAndListsExternalEndpoints(t *testing.T) {
 			map[string]any{"name": "hook", "agent_type_id": "custom", "webhook_url": rcv.url,
 				"agent_config": map[string]any{"runtime": "webhook", "url": agentURL, "secret": "whsec_YXV0aG9yLXNlY3JldA=="}},
 		}}
+		m["authenticators"] = exampleManifest(t)["authenticators"]
 		appID := e.importManifest(author, m).expect(t, 201).str("app_id")
 		e.do("PATCH", "/api/v1/apps/"+appID, map[string]any{"marketplace_status": "published"}, bearer(author)).expect(t, 200)
+		// The publisher's other secrets: the app's webhook secret and an
+		// authenticator's client secret.
+		e.do("GET", "/api/v1/apps/"+appID+"/webhook-secret", nil, bearer(author)).expect(t, 200)
+		ctx := context.Background()
+		auths, err := e.srv.Store.AuthenticatorListByApp(ctx, appID)
+		require.NoError(t, err)
+		require.Len(t, auths, 1)
+		auths[0].ClientSecretEnc, err = e.srv.Secrets.Seal("client-secret")
+		require.NoError(t, err)
+		require.NoError(t, e.srv.Store.AuthenticatorUpdate(ctx, &auths[0]))
 
 		r := e.do("POST", "/api/v1/apps/"+appID+"/install", nil, bearer(user)).expect(t, 201)
 		copyID := r.str("app_id")
-		ctx := context.Background()
+		app, err := e.srv.Store.AppGet(ctx, copyID)
+		require.NoError(t, err)
+		require.Empty(t, app.WebhookSecretEnc, "the app's webhook secret is not copied")
+		auths, err = e.srv.Store.AuthenticatorListByApp(ctx, copyID)
+		require.NoError(t, err)
+		require.Len(t, auths, 1)
+		require.Empty(t, auths[0].ClientSecretEnc, "no client secret is copied")
 		copied, err := e.srv.Store.AgentListByApp(ctx, copyID)
 		require.NoError(t, err)
 		require.Len(t, copied, 2)
