@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -72,7 +73,7 @@ type API struct {
 	handler http.Handler
 	cop     *http.CrossOriginProtection
 	rate    *ratelimit.Limiter
-	logins  *ratelimit.Limiter
+	logins  *ratelimit.Window
 }
 
 // New builds the API with every route of routes.go.
@@ -85,7 +86,7 @@ func New(d Deps) (*API, error) {
 		}
 	}
 	a.rate = ratelimit.PerMinute(d.Config.RateLimit, min(100, d.Config.RateLimit))
-	a.logins = ratelimit.PerMinute(d.Config.LoginFailureLimit, d.Config.LoginFailureLimit)
+	a.logins = ratelimit.NewWindow(d.Config.LoginFailureLimit, time.Minute)
 
 	cfg := huma.DefaultConfig("Agent Platform API", version.Version)
 	cfg.Info.Description = "Host apps and AI agents: accounts, API keys, apps, agents, activations, events. " +
