@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -161,17 +160,23 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 		_ = huma.WriteErr(a.huma, hctx, body.StatusCode, body.Detail, body)
 	}
 
-	caller, err := a.callerOf(ctx, hctx)
-	if err != nil && !rule.Public {
-		fail(err)
+	caller, authErr := a.callerOf(ctx, hctx)
+	if authErr != nil {
+		caller = nil
+	}
+	// The rate is spent before the caller is judged: refusals (401, 403)
+	// cost like answers, so guessing tokens or probing routes is limited
+	// too. Without a valid credential the address pays.
+	if op.Metadata[unlimitedKey] != true && !a.rate.Allow(rateKey(caller, clientIP(ctx))) {
+		fail(apperr.New(apperr.RateLimit, DetailRateLimited))
+		return
+	}
+	if authErr != nil && !rule.Public {
+		fail(authErr)
 		return
 	}
 	if err := auth.Allow(caller, rule, op.Method); err != nil {
 		fail(err)
-		return
-	}
-	if op.Metadata[unlimitedKey] != true && !a.rate.Allow(rateKey(caller, clientIP(ctx))) {
-		fail(apperr.New(apperr.RateLimit, DetailRateLimited))
 		return
 	}
 	if err := auth.AllowApp(caller, hctx.Param("app_id")); err != nil {
@@ -186,14 +191,12 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 	next(hctx)
 }
 
-// rateKey is whose budget a request spends: the key's, the user's, or
-// the address's when nobody is authenticated.
+// rateKey is whose budget a request spends: the user's, whichever of
+// their keys or sessions they use (more keys must not mean more rate), or
+// the client address's when nobody is authenticated.
 func rateKey(caller *auth.Caller, ip string) string {
-	switch {
-	case caller == nil:
+	if caller == nil {
 		return "ip:" + ip
-	case caller.Kind == auth.KindAPIKey:
-		return "key:" + strconv.FormatInt(caller.KeyID, 10)
 	}
 	return "user:" + caller.UserID
 }

@@ -47,3 +47,62 @@ func TestConcurrentFailedLoginsGetNoMoreTries(t *testing.T) {
 			expectError(t, 429, "RateLimitError", "Rate limit exceeded. Try again in 60 seconds.")
 	})
 }
+
+// Without AP_TRUSTED_PROXIES, X-Forwarded-For is anyone's to write: it
+// neither dodges the login limit nor changes the logged address.
+func TestForgedForwardedForChangesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, store.SQLite, map[string]string{"AP_LOGIN_FAILURE_LIMIT": "3"})
+	e.signup("u@example.com")
+	for i := range 3 {
+		e.do("POST", "/api/v1/auth/login", form("email", "u@example.com", "password", "guess-guess"), acceptJSON,
+			header("X-Forwarded-For", "198.51.100."+itoa(int64(i)))).expect(t, 401)
+	}
+	e.do("POST", "/api/v1/auth/login", form("email", "u@example.com", "password", "password1"), acceptJSON,
+		header("X-Forwarded-For", "198.51.100.99")).expect(t, 429)
+	require.NotContains(t, e.logs.String(), "198.51.100.")
+	require.Contains(t, e.logs.String(), "ip=127.0.0.1")
+}
+
+// Behind a trusted load balancer every client keeps its own login limit
+// (it must not become one limit for everyone), and a client cannot dodge
+// its own by prepending addresses to the header.
+func TestLoginLimitPerClientBehindTrustedProxy(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		// The test's HTTP client is the load balancer: its peer address is
+		// 127.0.0.1.
+		e := newEnv(t, d, map[string]string{"AP_LOGIN_FAILURE_LIMIT": "3", "AP_TRUSTED_PROXIES": "127.0.0.1/32,10.0.0.0/8"})
+		e.signup("u@example.com")
+		via := func(xff string) opt { return header("X-Forwarded-For", xff) }
+		guess := func(xff string) *resp {
+			return e.do("POST", "/api/v1/auth/login", form("email", "u@example.com", "password", "guess-guess"), acceptJSON, via(xff))
+		}
+		for range 3 {
+			guess("198.51.100.1").expect(t, 401)
+		}
+		guess("198.51.100.1").expect(t, 429)
+		// The guesser's forged entries sit left of the one the proxy added.
+		guess("203.0.113.9, 198.51.100.1").expect(t, 429)
+		guess("10.0.0.5, 198.51.100.1, 10.0.0.7").expect(t, 429)
+		// Another client behind the same proxy is untouched.
+		guess("198.51.100.2").expect(t, 401)
+		r := e.do("POST", "/api/v1/auth/login", form("email", "u@example.com", "password", "password1"), acceptJSON, via("198.51.100.2")).expect(t, 200)
+		require.Contains(t, e.logs.String(), "ip=198.51.100.2")
+		require.NotEmpty(t, r.str("access_token"))
+	})
+}
+
+// The WebSocket handshake spends the rate like any request, refusals too.
+func TestWebSocketHandshakeSpendsTheRate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, store.SQLite, map[string]string{"AP_RATE_LIMIT": "4"})
+	token := e.signup("u@example.com") // 2 of the address's 4
+	e.do("GET", "/api/v1/ws?token=st_guess", nil).expect(t, 401)
+	e.do("GET", "/api/v1/ws", nil, bearer("ak_guess")).expect(t, 401)
+	e.do("GET", "/api/v1/ws", nil, bearer("ak_guess")).expect(t, 429)
+	for range 4 {
+		e.do("GET", "/api/v1/ws", nil, bearer(token)).expect(t, 400) // not an upgrade: refused after the rate
+	}
+	e.do("GET", "/api/v1/ws", nil, bearer(token)).expect(t, 429)
+}

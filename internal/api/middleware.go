@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"net"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -32,8 +31,8 @@ func logger(ctx context.Context) *slog.Logger {
 	return slog.Default()
 }
 
-// clientIP is the peer address of the request, the key of per-IP limits.
-// X-Forwarded-For is not trusted: anyone can send it.
+// clientIP is the client address of the request (clientAddr), the key of
+// per-address limits.
 func clientIP(ctx context.Context) string {
 	ip, _ := ctx.Value(clientIPKey).(string)
 	return ip
@@ -77,10 +76,7 @@ func (a *API) observe(next http.Handler) http.Handler {
 		id := newRequestID()
 		w.Header().Set("X-Request-ID", id)
 		log := a.log.With("request_id", id)
-		ip, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			ip = r.RemoteAddr
-		}
+		ip := clientAddr(r, a.Config.TrustedProxies)
 		ctx := context.WithValue(r.Context(), loggerKey, log)
 		ctx = context.WithValue(ctx, clientIPKey, ip)
 		r = r.WithContext(ctx)
