@@ -2,11 +2,13 @@ package api_test
 
 import (
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplatform/agentplatform/internal/api"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -105,4 +107,96 @@ func TestWebSocketHandshakeSpendsTheRate(t *testing.T) {
 		e.do("GET", "/api/v1/ws", nil, bearer(token)).expect(t, 400) // not an upgrade: refused after the rate
 	}
 	e.do("GET", "/api/v1/ws", nil, bearer(token)).expect(t, 429)
+}
+
+// Every answer carries nosniff (e.do checks it on every request of every
+// test); these are the answers that are not huma's.
+func TestNosniffOnEveryKindOfAnswer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, store.SQLite, nil)
+	token := e.signup("u@example.com")
+	e.do("GET", "/api/v1/nothing-here", nil).expect(t, 404)
+	e.do("DELETE", "/api/v1/version", nil).expect(t, 405)
+	e.do("GET", "/metrics", nil).expect(t, 200)
+	e.do("GET", "/docs", nil).expect(t, 200)
+	e.do("GET", "/docs/init.js", nil).expect(t, 200)
+	e.do("GET", "/api/v1/openapi.json", nil).expect(t, 200)
+	e.do("GET", "/api/v1/users/me", nil).expect(t, 401)
+	// Failed WebSocket handshakes: ours, and the library's.
+	e.do("GET", "/api/v1/ws", nil).expect(t, 401)
+	e.do("GET", "/api/v1/ws", nil, bearer(token)).expect(t, 400)
+	r := e.do("GET", "/api/v1/ws", nil, bearer(token), header("Upgrade", "websocket"), header("Connection", "Upgrade"))
+	require.GreaterOrEqual(t, r.Status, 400, "a handshake without a key fails: %s", r.Body)
+	r = e.do("GET", "/api/v1/ws", nil, cookie(token), header("Origin", "https://evil.example"),
+		header("Upgrade", "websocket"), header("Connection", "Upgrade"),
+		header("Sec-WebSocket-Version", "13"), header("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="))
+	require.Equal(t, 403, r.Status, "a cross-origin cookie handshake is refused: %s", r.Body)
+}
+
+// An oversized request head answers the JSON error body, not net/http's
+// plain text (internal/cli checks it on the real binary's http.Server).
+func TestOversizedHeadersAnswerJSON(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, store.SQLite, nil)
+	big := strings.Repeat("a", api.MaxHeaderBytes)
+	e.do("GET", "/api/v1/version", nil, header("X-Big", big)).
+		expectError(t, 431, "PayloadTooLargeError", "Request headers too large")
+	e.do("GET", "/api/v1/version", nil, cookie("st_"+big)).expect(t, 431)
+	e.do("GET", "/api/v1/version?q="+big, nil).expect(t, 431)
+	e.do("GET", "/api/v1/version", nil, header("X-Fine", big[:api.MaxHeaderBytes-1024])).expect(t, 200)
+}
+
+func TestCORS(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, store.SQLite, map[string]string{"AP_CORS_ORIGINS": "https://app.example.com,http://localhost:5173"})
+	token := e.signup("u@example.com")
+	listed := header("Origin", "https://app.example.com")
+	preflight := func(origin string) *resp {
+		return e.do("OPTIONS", "/api/v1/users/me", nil, header("Origin", origin),
+			header("Access-Control-Request-Method", "PATCH"), header("Access-Control-Request-Headers", "authorization, content-type"))
+	}
+
+	// A listed origin's preflight is answered (it was 405), for Bearer
+	// requests: Authorization may be sent, credentials are not allowed.
+	r := preflight("https://app.example.com").expect(t, 204)
+	require.Equal(t, "https://app.example.com", r.Header.Get("Access-Control-Allow-Origin"))
+	require.Contains(t, r.Header.Get("Access-Control-Allow-Methods"), "PATCH")
+	require.Contains(t, r.Header.Get("Access-Control-Allow-Headers"), "Authorization")
+	require.Contains(t, r.Header.Get("Access-Control-Allow-Headers"), "Content-Type")
+	require.Empty(t, r.Header.Get("Access-Control-Allow-Credentials"))
+	require.Contains(t, r.Header.Values("Vary"), "Origin")
+	preflight("http://localhost:5173").expect(t, 204)
+
+	// The request itself: readable by the script, with the headers it needs.
+	r = e.do("PATCH", "/api/v1/users/me", map[string]any{"first_name": "Ada"}, listed, bearer(token)).expect(t, 200)
+	require.Equal(t, "https://app.example.com", r.Header.Get("Access-Control-Allow-Origin"))
+	for _, h := range []string{"X-Request-ID", "Location", "Retry-After", "Preference-Applied"} {
+		require.Contains(t, r.Header.Get("Access-Control-Expose-Headers"), h)
+	}
+	require.Empty(t, r.Header.Get("Access-Control-Allow-Credentials"))
+	// Errors are readable too.
+	r = e.do("GET", "/api/v1/users/me", nil, listed).expect(t, 401)
+	require.Equal(t, "https://app.example.com", r.Header.Get("Access-Control-Allow-Origin"))
+
+	// A cookie is never accepted cross-origin, not even for a read.
+	e.do("GET", "/api/v1/users/me", nil, listed, cookie(token)).expectError(t, 401, "AuthenticationError", "Authentication required")
+	e.do("GET", "/api/v1/users/me", nil, cookie(token)).expect(t, 200)
+
+	// Unlisted origins get no CORS header at all.
+	for _, origin := range []string{"https://evil.example", "https://app.example.com.evil.example", "null"} {
+		r = preflight(origin)
+		require.NotEqual(t, 204, r.Status)
+		require.Empty(t, r.Header.Get("Access-Control-Allow-Origin"), origin)
+		r = e.do("GET", "/api/v1/users/me", nil, header("Origin", origin), bearer(token)).expect(t, 200)
+		require.Empty(t, r.Header.Get("Access-Control-Allow-Origin"), origin)
+		require.Empty(t, r.Header.Get("Access-Control-Expose-Headers"), origin)
+	}
+}
+
+func TestNoCORSByDefault(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, store.SQLite, nil)
+	r := e.do("OPTIONS", "/api/v1/users/me", nil, header("Origin", "https://app.example.com"), header("Access-Control-Request-Method", "GET"))
+	require.NotEqual(t, 204, r.Status)
+	require.Empty(t, r.Header.Get("Access-Control-Allow-Origin"))
 }
