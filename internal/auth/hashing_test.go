@@ -70,7 +70,7 @@ func TestHasherDefaultsToTheCPUs(t *testing.T) {
 	t.Parallel()
 	h := newHasher(cheap, 0, 0)
 	require.Equal(t, DefaultHashWait, h.wait)
-	require.True(t, h.sem.TryAcquire(int64(runtime.GOMAXPROCS(0))))
+	require.True(t, h.sem.TryAcquire(int64(min(runtime.GOMAXPROCS(0), MaxHashSlots))))
 	require.False(t, h.sem.TryAcquire(1))
 }
 

@@ -35,7 +35,7 @@ type Options struct {
 	RegistrationOpen bool
 	Password         PasswordParams
 	// HashSlots bounds the password hashes computed at once; zero means
-	// runtime.GOMAXPROCS. HashWait bounds the wait for a slot (then 429);
+	// runtime.GOMAXPROCS, at most MaxHashSlots. HashWait bounds the wait for a slot (then 429);
 	// zero means DefaultHashWait.
 	HashSlots int
 	HashWait  time.Duration
