@@ -6,6 +6,9 @@
 //
 //	apbench -setup -provider echo -n 2000 -c 64            # registers a bench user, imports a one-agent app
 //	apbench -key ak_… -agent <agent id> -n 2000 -c 64
+//
+// With -flood it measures password-hashing floods instead (see flood.go;
+// scripts/floods.sh runs every case against a fresh server).
 package main
 
 import (
@@ -47,7 +50,27 @@ func main() {
 	flag.IntVar(&o.n, "n", 2000, "activations to measure")
 	flag.IntVar(&o.c, "c", 64, "activations in flight")
 	flag.IntVar(&o.warmup, "warmup", 50, "activations run first and not measured")
+	var f floodOptions
+	flag.StringVar(&f.kind, "flood", "", "instead of activations, send -n password requests at once: logins (unknown emails), burst (wrong passwords of one account) or register")
+	flag.StringVar(&f.from, "from", "127.0.0.1,127.0.0.3,127.0.0.4", "with -flood: local addresses the flood is sent from, in turn")
+	flag.StringVar(&f.probeFrom, "probe-from", "127.0.0.2", "with -flood: local address of the other user timing GET /api/v1/users/me")
+	flag.IntVar(&f.pid, "pid", 0, "with -flood: the server's pid, to read its memory from /proc/PID/status")
+	flag.BoolVar(&f.check, "check", false, "with -flood: exit 1 unless VmHWM < -max-hwm-mb, the probe's p50 < -max-p50 and (burst) 401s <= -limit")
+	flag.IntVar(&f.limit, "limit", 10, "with -flood burst: AP_LOGIN_FAILURE_LIMIT of the server")
+	flag.Int64Var(&f.maxHWM, "max-hwm-mb", 300, "with -check: the bound on the server's VmHWM, MB")
+	flag.DurationVar(&f.maxP50, "max-p50", 100*time.Millisecond, "with -check: the bound on the probe's p50")
 	flag.Parse()
+	if f.kind != "" {
+		if f.kind != "logins" && f.kind != "burst" && f.kind != "register" {
+			fmt.Fprintln(os.Stderr, "apbench: -flood is logins, burst or register")
+			os.Exit(2)
+		}
+		if err := flood(context.Background(), o, f); err != nil {
+			fmt.Fprintln(os.Stderr, "apbench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "apbench:", err)
 		os.Exit(1)
@@ -264,6 +287,10 @@ func one(ctx context.Context, o options, w *watcher) (time.Duration, bool, error
 }
 
 func call(ctx context.Context, method, u, token string, body, out any) error {
+	return callWith(ctx, client, method, u, token, body, out)
+}
+
+func callWith(ctx context.Context, client *http.Client, method, u, token string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)

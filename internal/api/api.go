@@ -10,8 +10,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
@@ -72,7 +72,7 @@ type API struct {
 	handler http.Handler
 	cop     *http.CrossOriginProtection
 	rate    *ratelimit.Limiter
-	logins  *ratelimit.Limiter
+	logins  *ratelimit.Window
 }
 
 // New builds the API with every route of routes.go.
@@ -85,7 +85,7 @@ func New(d Deps) (*API, error) {
 		}
 	}
 	a.rate = ratelimit.PerMinute(d.Config.RateLimit, min(100, d.Config.RateLimit))
-	a.logins = ratelimit.PerMinute(d.Config.LoginFailureLimit, d.Config.LoginFailureLimit)
+	a.logins = ratelimit.NewWindow(d.Config.LoginFailureLimit, time.Minute)
 
 	cfg := huma.DefaultConfig("Agent Platform API", version.Version)
 	cfg.Info.Description = "Host apps and AI agents: accounts, API keys, apps, agents, activations, events. " +
@@ -103,7 +103,7 @@ func New(d Deps) (*API, error) {
 	a.huma.UseMiddleware(a.authenticate)
 	a.routes()
 
-	a.handler = a.observe(limitBody(a.csrf(jsonMisses(a.mux))))
+	a.handler = a.observe(a.cors(limitHeaders(limitBody(a.csrf(jsonMisses(a.mux))))))
 	return a, nil
 }
 
@@ -160,17 +160,23 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 		_ = huma.WriteErr(a.huma, hctx, body.StatusCode, body.Detail, body)
 	}
 
-	caller, err := a.callerOf(ctx, hctx)
-	if err != nil && !rule.Public {
-		fail(err)
+	caller, authErr := a.callerOf(ctx, hctx)
+	if authErr != nil {
+		caller = nil
+	}
+	// The rate is spent before the caller is judged: refusals (401, 403)
+	// cost like answers, so guessing tokens or probing routes is limited
+	// too. Without a valid credential the address pays.
+	if op.Metadata[unlimitedKey] != true && !a.rate.Allow(rateKey(caller, clientIP(ctx))) {
+		fail(apperr.New(apperr.RateLimit, DetailRateLimited))
+		return
+	}
+	if authErr != nil && !rule.Public {
+		fail(authErr)
 		return
 	}
 	if err := auth.Allow(caller, rule, op.Method); err != nil {
 		fail(err)
-		return
-	}
-	if op.Metadata[unlimitedKey] != true && !a.rate.Allow(rateKey(caller, clientIP(ctx))) {
-		fail(apperr.New(apperr.RateLimit, DetailRateLimited))
 		return
 	}
 	if err := auth.AllowApp(caller, hctx.Param("app_id")); err != nil {
@@ -185,14 +191,12 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 	next(hctx)
 }
 
-// rateKey is whose budget a request spends: the key's, the user's, or
-// the address's when nobody is authenticated.
+// rateKey is whose budget a request spends: the user's, whichever of
+// their keys or sessions they use (more keys must not mean more rate), or
+// the client address's when nobody is authenticated.
 func rateKey(caller *auth.Caller, ip string) string {
-	switch {
-	case caller == nil:
+	if caller == nil {
 		return "ip:" + ip
-	case caller.Kind == auth.KindAPIKey:
-		return "key:" + strconv.FormatInt(caller.KeyID, 10)
 	}
 	return "user:" + caller.UserID
 }

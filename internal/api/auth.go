@@ -112,23 +112,23 @@ type LoginResult struct {
 }
 
 func (a *API) login(ctx context.Context, in *formInput) (*authOutput, error) {
-	// Failed logins are limited per IP, far below the general rate: a
-	// password guesser gets a handful of tries a minute.
-	limitKey := clientIP(ctx)
-	if a.logins.Exhausted(limitKey) {
+	// Failed logins are limited per client address, far below the general
+	// rate: a password guesser gets a handful of tries a minute. Each try
+	// is paid for before the password is checked, so that guesses sent all
+	// at once get no more tries than guesses sent one after another; only
+	// a wrong credential keeps the payment.
+	release, ok := a.logins.Take(clientIP(ctx))
+	if !ok {
 		return nil, apperr.New(apperr.RateLimit, DetailRateLimited)
 	}
-	f, err := in.fields()
+	sess, err := a.checkLogin(ctx, in)
 	if err != nil {
-		return nil, err
-	}
-	sess, err := a.Auth.Login(ctx, f.Get("email"), f.Get("password"))
-	if err != nil {
-		if apperr.Is(err, apperr.Authentication) {
-			a.logins.Allow(limitKey)
+		if !apperr.Is(err, apperr.Authentication) {
+			release()
 		}
 		return nil, err
 	}
+	release()
 	cookie := a.sessionCookie(sess.Token, sess.ExpiresAt)
 	if wantsJSON(in.Accept) {
 		return &authOutput{Status: http.StatusOK, SetCookie: cookie,
@@ -162,6 +162,14 @@ func (a *API) logout(ctx context.Context, in *logoutInput) (*authOutput, error) 
 	out := redirect("/login")
 	out.SetCookie = cleared
 	return out, nil
+}
+
+func (a *API) checkLogin(ctx context.Context, in *formInput) (*auth.NewSession, error) {
+	f, err := in.fields()
+	if err != nil {
+		return nil, err
+	}
+	return a.Auth.Login(ctx, f.Get("email"), f.Get("password"))
 }
 
 // sessionCookie is the Set-Cookie value for a session token; an empty token

@@ -19,6 +19,15 @@ import (
 // WebSocket is not a request/response operation huma can describe.
 func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
 	caller, byCookie, err := a.socketCaller(r)
+	// Refusals spend the rate too (see authenticate).
+	rateCaller := caller
+	if err != nil {
+		rateCaller = nil
+	}
+	if !a.rate.Allow(rateKey(rateCaller, clientIP(r.Context()))) {
+		writeError(w, r, apperr.New(apperr.RateLimit, DetailRateLimited))
+		return
+	}
 	if err == nil {
 		err = auth.Allow(caller, auth.AppUse, http.MethodGet)
 	}
@@ -28,10 +37,6 @@ func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		writeError(w, r, apperr.New(apperr.Validation, "Expected a WebSocket upgrade request"))
-		return
-	}
-	if !a.rate.Allow(rateKey(caller, clientIP(r.Context()))) {
-		writeError(w, r, apperr.New(apperr.RateLimit, DetailRateLimited))
 		return
 	}
 	q := r.URL.Query()

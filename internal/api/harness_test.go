@@ -138,6 +138,7 @@ func (e *env) do(method, path string, body any, opts ...opt) *resp {
 		_ = json.Unmarshal(out.Body, &out.JSON)
 	}
 	require.NotEmpty(e.t, res.Header.Get("X-Request-ID"), "every response carries a request id")
+	require.Equal(e.t, "nosniff", res.Header.Get("X-Content-Type-Options"), "every response forbids sniffing")
 	return out
 }
 

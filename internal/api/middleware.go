@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
-	"net"
 	"net/http"
 	"runtime/debug"
 	"strings"
@@ -16,6 +15,15 @@ import (
 
 // MaxBodyBytes is the largest request body accepted (413 beyond).
 const MaxBodyBytes = 1 << 20
+
+// MaxHeaderBytes is the largest request head (request line and headers)
+// accepted: 431 with the error body beyond. The http.Server reads up to
+// ServerMaxHeaderBytes before any handler runs and answers larger heads
+// itself, in plain text; between the two the API answers.
+const (
+	MaxHeaderBytes       = 64 << 10
+	ServerMaxHeaderBytes = 1 << 20
+)
 
 type ctxKey int
 
@@ -32,8 +40,8 @@ func logger(ctx context.Context) *slog.Logger {
 	return slog.Default()
 }
 
-// clientIP is the peer address of the request, the key of per-IP limits.
-// X-Forwarded-For is not trusted: anyone can send it.
+// clientIP is the client address of the request (clientAddr), the key of
+// per-address limits.
 func clientIP(ctx context.Context) string {
 	ip, _ := ctx.Value(clientIPKey).(string)
 	return ip
@@ -76,11 +84,11 @@ func (a *API) observe(next http.Handler) http.Handler {
 		start := time.Now()
 		id := newRequestID()
 		w.Header().Set("X-Request-ID", id)
+		// Every answer, errors and failed handshakes included, is what
+		// its Content-Type says and nothing a browser should guess at.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		log := a.log.With("request_id", id)
-		ip, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			ip = r.RemoteAddr
-		}
+		ip := clientAddr(r, a.Config.TrustedProxies)
 		ctx := context.WithValue(r.Context(), loggerKey, log)
 		ctx = context.WithValue(ctx, clientIPKey, ip)
 		r = r.WithContext(ctx)
@@ -106,6 +114,32 @@ func (a *API) observe(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// limitHeaders refuses a request whose head exceeds MaxHeaderBytes, with
+// the error body.
+func limitHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if headSize(r) > MaxHeaderBytes {
+			// The client may still be sending; do not keep reading it.
+			w.Header().Set("Connection", "close")
+			writeError(w, r, &ErrorBody{Detail: "Request headers too large: the limit is 64 KiB",
+				StatusCode: http.StatusRequestHeaderFieldsTooLarge, ErrorType: string(apperr.PayloadTooLarge)})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// headSize is about the bytes of the request line and headers as sent.
+func headSize(r *http.Request) int {
+	n := len(r.Method) + len(r.RequestURI) + len(r.Proto) + 4 + len("Host: ") + len(r.Host) + 2
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4
+		}
+	}
+	return n
 }
 
 // limitBody caps every body at MaxBodyBytes; huma answers 413 for its

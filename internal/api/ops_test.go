@@ -44,8 +44,9 @@ func TestNotFoundAndMethodNotAllowedAreJSON(t *testing.T) {
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, store.SQLite, map[string]string{"AP_RATE_LIMIT": "5"})
-	a := e.signup("a@example.com") // 2 calls from this IP: register and login
-	b := e.keyWith(a, "read:all")  // 1 call from user a
+	a := e.signup("a@example.com") // 2 calls from this address: register and login
+	c := e.signup("c@example.com") // 2 more
+	b := e.keyWith(a, "read:all")  // 1 call of user a
 
 	for range 4 {
 		e.do("GET", "/api/v1/users/me", nil, bearer(a)).expect(t, 200)
@@ -53,11 +54,23 @@ func TestRateLimit(t *testing.T) {
 	r := e.do("GET", "/api/v1/users/me", nil, bearer(a)).
 		expectError(t, 429, "RateLimitError", "Rate limit exceeded. Try again in 60 seconds.")
 	require.Equal(t, "60", r.Header.Get("Retry-After"))
-	// Each caller has its own bucket: the key still has its five.
-	for range 5 {
-		e.do("GET", "/api/v1/users/me", nil, bearer(b)).expect(t, 200)
-	}
+	// All of a user's keys and sessions share one budget: more keys are
+	// not more rate.
 	e.do("GET", "/api/v1/users/me", nil, bearer(b)).expect(t, 429)
+	e.do("GET", "/api/v1/users/me", nil, cookie(a)).expect(t, 429)
+
+	// A 401 spends the address's budget (one call left of five).
+	e.do("GET", "/api/v1/users/me", nil, bearer("ak_guess")).expect(t, 401)
+	e.do("GET", "/api/v1/users/me", nil, bearer("ak_guess")).expect(t, 429)
+	e.do("GET", "/api/v1/users/me", nil).expect(t, 429)
+	e.do("POST", "/api/v1/auth/login", form("email", "a@example.com", "password", "password1"), acceptJSON).expect(t, 429)
+
+	// A 403 spends the user's budget.
+	for range 5 {
+		e.do("GET", "/api/v1/users", nil, bearer(c)).expect(t, 403)
+	}
+	e.do("GET", "/api/v1/users/me", nil, bearer(c)).expect(t, 429)
+
 	// Health probes and metrics are not API calls: a load balancer polling
 	// from one IP is never limited.
 	for range 20 {

@@ -34,6 +34,11 @@ type Options struct {
 	SessionTTL       time.Duration
 	RegistrationOpen bool
 	Password         PasswordParams
+	// HashSlots bounds the password hashes computed at once; zero means
+	// runtime.GOMAXPROCS, at most MaxHashSlots. HashWait bounds the wait for a slot (then 429);
+	// zero means DefaultHashWait.
+	HashSlots int
+	HashWait  time.Duration
 }
 
 // Service is the auth domain over the store.
@@ -44,6 +49,7 @@ type Service struct {
 	// dummyHash is verified against when an email is unknown, so that a
 	// login takes as long whether or not the account exists.
 	dummyHash string
+	hasher    *hasher
 	now       func() time.Time
 	keys      keyCache
 }
@@ -57,7 +63,8 @@ func New(s *store.Store, log *slog.Logger, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{store: s, log: log, opts: opts, dummyHash: dummy, now: store.Now}, nil
+	return &Service{store: s, log: log, opts: opts, dummyHash: dummy, now: store.Now,
+		hasher: newHasher(opts.Password, opts.HashSlots, opts.HashWait)}, nil
 }
 
 // Authenticate resolves a bearer token or session cookie value.

@@ -92,7 +92,7 @@ func (s *Service) CreateUser(ctx context.Context, r Registration, admin bool) (*
 	if err != nil {
 		return nil, err
 	}
-	hash, err := HashPassword(r.Password, s.opts.Password)
+	hash, err := s.hasher.hash(ctx, r.Password)
 	if err != nil {
 		return nil, err
 	}
@@ -127,21 +127,24 @@ func (s *Service) Login(ctx context.Context, email, password string) (*NewSessio
 	}
 	u, err := s.store.UserGetByEmail(ctx, email)
 	if errors.Is(err, store.ErrNotFound) {
-		_, _ = VerifyPassword(s.dummyHash, password)
+		// An unknown email costs a hash too, and waits for a slot like a
+		// known one: neither the time nor the answer tells them apart.
+		if _, err := s.hasher.verify(ctx, s.dummyHash, password); err != nil {
+			return nil, err
+		}
 		return nil, ErrBadCredentials
 	}
 	if err != nil {
 		return nil, err
 	}
-	ok, err := VerifyPassword(u.PasswordHash, password)
+	ok, err := s.hasher.verify(ctx, u.PasswordHash, password)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
+	// A disabled account answers like a wrong password: a distinct answer
+	// for the right password would tell a guesser when they had it.
+	if !ok || !u.IsActive {
 		return nil, ErrBadCredentials
-	}
-	if !u.IsActive {
-		return nil, ErrAccountOff
 	}
 	token, hash := NewToken(PrefixSession)
 	now := s.now()
@@ -231,14 +234,14 @@ func (s *Service) ChangePassword(ctx context.Context, c *Caller, current, next s
 	if err != nil {
 		return err
 	}
-	ok, err := VerifyPassword(u.PasswordHash, current)
+	ok, err := s.hasher.verify(ctx, u.PasswordHash, current)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		return apperr.Invalid("current_password", "Current password is incorrect")
 	}
-	hash, err := HashPassword(next, s.opts.Password)
+	hash, err := s.hasher.hash(ctx, next)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,13 @@ type Config struct {
 	TLSCert string // AP_TLS_CERT
 	TLSKey  string // AP_TLS_KEY
 
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client of per-address limits and logs (AP_TRUSTED_PROXIES).
+	TrustedProxies CIDRs
+	// CORSOrigins may call the API from a browser with a Bearer token
+	// (AP_CORS_ORIGINS).
+	CORSOrigins Origins
+
 	// DebugAddr, when set, serves net/http/pprof there (AP_DEBUG_ADDR):
 	// profiles of a live server, on an address kept off the public one.
 	DebugAddr string
@@ -96,6 +103,13 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 			*dst = strings.TrimSpace(string(b))
 		}
 	}
+	list := func(name string, dst flag.Value) {
+		if v := getenv(name); v != "" {
+			if err := dst.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+		}
+	}
 	integer := func(name string, dst *int) {
 		if v := getenv(name); v != "" {
 			n, err := strconv.Atoi(v)
@@ -130,6 +144,8 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	str("AP_TLS_CERT", &c.TLSCert)
 	str("AP_TLS_KEY", &c.TLSKey)
 	str("AP_DEBUG_ADDR", &c.DebugAddr)
+	list("AP_TRUSTED_PROXIES", &c.TrustedProxies)
+	list("AP_CORS_ORIGINS", &c.CORSOrigins)
 	return c, errors.Join(errs...)
 }
 
@@ -147,6 +163,9 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "requests per minute per caller (AP_RATE_LIMIT)")
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "certificate file for HTTPS (AP_TLS_CERT)")
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "key file for HTTPS (AP_TLS_KEY)")
+	fs.IntVar(&c.LoginFailureLimit, "login-failure-limit", c.LoginFailureLimit, "failed logins per minute per client address (AP_LOGIN_FAILURE_LIMIT)")
+	fs.Var(&c.TrustedProxies, "trusted-proxies", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (AP_TRUSTED_PROXIES)")
+	fs.Var(&c.CORSOrigins, "cors-origins", "comma-separated origins allowed to call the API from a browser with a Bearer token (AP_CORS_ORIGINS)")
 }
 
 // Validate checks the settings and fills the derived defaults (public URL).

@@ -1,6 +1,8 @@
-// Package ratelimit keeps one token bucket (golang.org/x/time/rate) per
-// caller key, forgetting buckets that have been idle long enough to be full
-// again, so memory stays bounded by the number of recent callers.
+// Package ratelimit keeps per-key limits: a token bucket
+// (golang.org/x/time/rate) per caller for the request rate, and a fixed
+// window per key for failures (Window). Both forget keys that have been idle
+// long enough to be fresh again, so memory stays bounded by the number of
+// recent callers.
 package ratelimit
 
 import (
@@ -58,11 +60,4 @@ func (l *Limiter) get(key string, now time.Time) *rate.Limiter {
 func (l *Limiter) Allow(key string) bool {
 	now := l.now()
 	return l.get(key, now).AllowN(now, 1)
-}
-
-// Exhausted reports whether key's bucket is empty, without taking a token:
-// used to refuse a login attempt while only failures take tokens.
-func (l *Limiter) Exhausted(key string) bool {
-	now := l.now()
-	return l.get(key, now).TokensAt(now) < 1
 }

@@ -253,6 +253,10 @@ func (s *Server) Run(ctx context.Context) error {
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
 			BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+
+			// Above api.MaxHeaderBytes, so that an oversized head reaches
+			// the API and gets the JSON 431 rather than net/http's text.
+			MaxHeaderBytes: api.ServerMaxHeaderBytes,
 		}
 		go func() {
 			var err error
