@@ -118,6 +118,9 @@ type Bus struct {
 	done   chan struct{}
 
 	notes notifier // NOTIFY sender (notify.go)
+
+	sigMu    sync.Mutex
+	handlers map[string][]func(userID string) // by topic (signal.go)
 }
 
 // Retention is how long stored events stay available for replay.
