@@ -266,4 +266,5 @@ func (b *Bus) Stop() {
 	b.stopped = true
 	b.mu.Unlock()
 	b.closeAll(false)
+	b.fills.Wait()
 }
