@@ -50,7 +50,7 @@ func (a *API) streamActivation(ctx context.Context, in *activationIDInput) (*hum
 	sub := a.Events.Subscribe(c.UserID, events.Filter{ActivationID: in.ActivationID, Deltas: true}, streamBuffer)
 	return &huma.StreamResponse{Body: func(hctx huma.Context) {
 		defer sub.Close()
-		hold, ok := a.holdStream(hctx, c)
+		hold, ok := a.holdStream(ctx, hctx, c)
 		if !ok {
 			return
 		}
