@@ -62,6 +62,13 @@ func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	hold, err := a.Auth.Hold(r.Context(), caller)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer hold.Release()
+	req.Ended = hold.Ended()
 	a.Events.ServeWS(w, r, req, a.WebSocket)
 }
 
@@ -125,7 +132,9 @@ func (a *API) documentEventsSocket() {
 			"the server answers `{\"type\": \"subscribed\", ...the filter}` (or `{\"type\": \"error\", \"error\"}` for a bad message).\n\n" +
 			"`?since=<seq>` first replays the stored events after that seq (kept at least 24 h), then continues live without gap or duplicate. " +
 			"The server pings every 30 s. A client that cannot keep up is closed with code 1008 and should reconnect with `since` set " +
-			"to the last seq it received; a stopping node closes with 1001.",
+			"to the last seq it received; a stopping node closes with 1001. When the credential that opened the socket ends " +
+			"(logout, revoked or expired key, password change, disabled account) the socket closes with 4401 within a second.\n\n" +
+			"A user may hold 100 WebSocket and SSE connections at once (per node); beyond that the handshake answers 429.",
 		Parameters: []*huma.Param{
 			query("app_id", "Only events of this app", str),
 			query("chat_id", "Only events of this chat (context.chat_id)", str),
@@ -141,7 +150,7 @@ func (a *API) documentEventsSocket() {
 			"401": errResp("No or invalid credentials"),
 			"403": errResp("A cross-origin cookie request"),
 			"404": errResp("app_id names an app a key bound to another app does not see"),
-			"429": errResp("Rate limit exceeded"),
+			"429": errResp("Rate limit exceeded, or too many open connections of the user"),
 		},
 	})
 }

@@ -147,7 +147,11 @@ func (s *Service) DeleteApp(ctx context.Context, c *auth.Caller, appID string) e
 	if err != nil {
 		return err
 	}
-	return s.store.AppDelete(ctx, app.ID)
+	if err := s.store.AppDelete(ctx, app.ID); err != nil {
+		return err
+	}
+	s.auth.CredentialsChanged(ctx, app.UserID) // its bound keys went with it
+	return nil
 }
 
 // Models returns the data models of the caller's app.

@@ -114,5 +114,8 @@ func (s *Service) RevokeAPIKey(ctx context.Context, c *Caller, id int64) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return errKeyNotFound
 	}
+	if err == nil {
+		s.CredentialsChanged(ctx, k.UserID)
+	}
 	return err
 }

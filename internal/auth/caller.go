@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"time"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 )
@@ -47,6 +48,12 @@ type Caller struct {
 	// AdminReason is the X-Admin-Reason header: an admin's stated reason to
 	// reach another user's resource.
 	AdminReason string
+
+	// gen is the count of credential changes when the caller was
+	// authenticated, expires its credential's expiry (zero: none); Hold
+	// uses them.
+	gen     uint64
+	expires time.Time
 }
 
 // HasScope reports whether a key caller holds s. Sessions hold no scopes:

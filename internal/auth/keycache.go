@@ -11,7 +11,8 @@ import (
 // keyCacheTTL. Everything that changes what a key may do (revoking it,
 // disabling or changing its user) goes through this package and empties the
 // cache, so on this process the change applies to the next request; other
-// processes of a PostgreSQL deployment see it within keyCacheTTL.
+// processes of a PostgreSQL deployment empty theirs when the change's
+// broadcast arrives (hold.go), and see it within keyCacheTTL in any case.
 type keyCache struct {
 	mu      sync.RWMutex
 	entries map[string]cachedKey // by the key's SHA-256 hash

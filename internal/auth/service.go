@@ -39,6 +39,9 @@ type Options struct {
 	// zero means DefaultHashWait.
 	HashSlots int
 	HashWait  time.Duration
+	// MaxConnections caps a user's WebSocket and SSE connections on a node
+	// (Hold); 0 means DefaultMaxConnections.
+	MaxConnections int
 }
 
 // Service is the auth domain over the store.
@@ -52,6 +55,7 @@ type Service struct {
 	hasher    *hasher
 	now       func() time.Time
 	keys      keyCache
+	holds     holds
 }
 
 // New returns the service.
@@ -63,8 +67,13 @@ func New(s *store.Store, log *slog.Logger, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{store: s, log: log, opts: opts, dummyHash: dummy, now: store.Now,
-		hasher: newHasher(opts.Password, opts.HashSlots, opts.HashWait)}, nil
+	if opts.MaxConnections <= 0 {
+		opts.MaxConnections = DefaultMaxConnections
+	}
+	svc := &Service{store: s, log: log, opts: opts, dummyHash: dummy, now: store.Now,
+		hasher: newHasher(opts.Password, opts.HashSlots, opts.HashWait)}
+	svc.holds.gen.Store(1) // a Caller made elsewhere (gen 0) is checked when held
+	return svc, nil
 }
 
 // Authenticate resolves a bearer token or session cookie value.
@@ -79,6 +88,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Caller, erro
 }
 
 func (s *Service) authenticateSession(ctx context.Context, token string) (*Caller, error) {
+	changes := s.holds.gen.Load()
 	hash := HashToken(token)
 	sess, u, err := s.store.SessionGetByTokenHash(ctx, hash, s.now())
 	if errors.Is(err, store.ErrNotFound) {
@@ -93,7 +103,8 @@ func (s *Service) authenticateSession(ctx context.Context, token string) (*Calle
 	if !u.IsActive {
 		return nil, ErrAccountOff
 	}
-	return &Caller{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, Kind: KindSession, SessionID: sess.ID}, nil
+	return &Caller{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, Kind: KindSession, SessionID: sess.ID,
+		gen: changes, expires: sess.ExpiresAt}, nil
 }
 
 // touchEvery bounds how often last_used_at is written: a key used a thousand
@@ -101,9 +112,11 @@ func (s *Service) authenticateSession(ctx context.Context, token string) (*Calle
 const touchEvery = time.Minute
 
 func (s *Service) authenticateKey(ctx context.Context, token string) (*Caller, error) {
+	changes := s.holds.gen.Load()
 	hash := HashToken(token)
 	now := s.now()
 	if c, ok := s.keys.get(hash, now); ok {
+		c.gen = changes
 		return c, nil
 	}
 	gen := s.keys.generation()
@@ -129,7 +142,10 @@ func (s *Service) authenticateKey(ctx context.Context, token string) (*Caller, e
 	for i, sc := range k.Scopes {
 		scopes[i] = Scope(sc)
 	}
-	c := &Caller{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, Kind: KindAPIKey, KeyID: k.ID, Scopes: scopes, AppID: k.AppID}
+	c := &Caller{UserID: u.ID, Email: u.Email, IsAdmin: u.IsAdmin, Kind: KindAPIKey, KeyID: k.ID, Scopes: scopes, AppID: k.AppID, gen: changes}
+	if k.ExpiresAt != nil {
+		c.expires = *k.ExpiresAt
+	}
 	s.keys.put(gen, hash, c, k.ExpiresAt, now)
 	return c, nil
 }

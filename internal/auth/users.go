@@ -164,7 +164,11 @@ func (s *Service) Logout(ctx context.Context, token string) error {
 	if err != nil {
 		return err
 	}
-	return s.store.SessionDelete(ctx, sess.ID)
+	if err := s.store.SessionDelete(ctx, sess.ID); err != nil {
+		return err
+	}
+	s.CredentialsChanged(ctx, sess.UserID)
+	return nil
 }
 
 // User returns the account of id.
@@ -245,12 +249,16 @@ func (s *Service) ChangePassword(ctx context.Context, c *Caller, current, next s
 	if err != nil {
 		return err
 	}
-	return s.store.InTx(ctx, func(tx *store.Store) error {
+	err = s.store.InTx(ctx, func(tx *store.Store) error {
 		if err := tx.UserSetPassword(ctx, u.ID, hash, s.now()); err != nil {
 			return err
 		}
 		return tx.SessionDeleteByUser(ctx, u.ID, c.SessionID)
 	})
+	if err == nil {
+		s.CredentialsChanged(ctx, u.ID)
+	}
+	return err
 }
 
 // Users returns a page of every account (admin).
@@ -309,5 +317,8 @@ func (s *Service) UpdateFlags(ctx context.Context, id string, p FlagsPatch) (*st
 		out = u
 		return nil
 	})
+	if err == nil {
+		s.CredentialsChanged(ctx, id)
+	}
 	return out, err
 }

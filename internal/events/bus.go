@@ -107,8 +107,9 @@ type Bus struct {
 	now  func() time.Time
 
 	mu      sync.RWMutex
-	subs    map[string]map[*Subscription]struct{}
+	subs    map[string]*userStream // by user (order.go)
 	stopped bool
+	fills   sync.WaitGroup // gap fills under way (order.go)
 
 	chMu    sync.Mutex
 	channel string // NOTIFY channel, resolved on first need
@@ -118,6 +119,9 @@ type Bus struct {
 	done   chan struct{}
 
 	notes notifier // NOTIFY sender (notify.go)
+
+	sigMu    sync.Mutex
+	handlers map[string][]func(userID string) // by topic (signal.go)
 }
 
 // Retention is how long stored events stay available for replay.
@@ -127,7 +131,7 @@ const Retention = 24 * time.Hour
 // nodes' events; publishing works without it.
 func New(s *store.Store, log *slog.Logger) *Bus {
 	return &Bus{store: s, log: log, node: uuid.NewString(), now: store.Now,
-		subs: map[string]map[*Subscription]struct{}{}}
+		subs: map[string]*userStream{}}
 }
 
 // Append assigns the events' Seq and stores them inside the caller's
@@ -196,57 +200,67 @@ func (b *Bus) PublishDelta(ctx context.Context, userID, activationID, text strin
 }
 
 // Subscribe starts receiving userID's events that match f, with room for
-// buffer events not yet read.
+// buffer events not yet read. Events with a seq come in seq order, from the
+// first committed after Subscribe began (order.go): a subscriber that then
+// replays the store from its last seq misses nothing.
 func (b *Bus) Subscribe(userID string, f Filter, buffer int) *Subscription {
 	c := make(chan Event, max(1, buffer))
 	s := &Subscription{C: c, c: c, bus: b, userID: userID, filter: f}
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	if b.stopped {
+		b.mu.Unlock()
 		s.closed = true
 		close(c)
 		return s
 	}
-	set := b.subs[userID]
-	if set == nil {
-		set = map[*Subscription]struct{}{}
-		b.subs[userID] = set
+	us := b.subs[userID]
+	created := us == nil
+	if created {
+		us = newUserStream(b, userID)
+		b.subs[userID] = us
 	}
-	set[s] = struct{}{}
+	us.mu.Lock()
+	us.subs[s] = struct{}{}
+	us.mu.Unlock()
+	b.mu.Unlock()
+	if created {
+		us.start()
+	} else {
+		<-us.ready
+	}
 	return s
 }
 
 func (b *Bus) remove(s *Subscription) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if set := b.subs[s.userID]; set != nil {
-		delete(set, s)
-		if len(set) == 0 {
-			delete(b.subs, s.userID)
-		}
+	us := b.subs[s.userID]
+	if us == nil {
+		return
+	}
+	us.mu.Lock()
+	defer us.mu.Unlock()
+	delete(us.subs, s)
+	if len(us.subs) == 0 {
+		delete(b.subs, s.userID)
+		us.gone = true
+		us.disarm()
 	}
 }
 
 func (b *Bus) hasSubscribers(userID string) bool {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return len(b.subs[userID]) > 0
+	return b.subs[userID] != nil
 }
 
-// deliver fans ev out to this process's subscribers of its user.
+// deliver hands ev to this process's subscribers of its user, in order.
 func (b *Bus) deliver(ev Event) {
 	b.mu.RLock()
-	var targets []*Subscription
-	for s := range b.subs[ev.UserID] {
-		if s.filter.Match(&ev) {
-			targets = append(targets, s)
-		}
-	}
+	us := b.subs[ev.UserID]
 	b.mu.RUnlock()
-	for _, s := range targets {
-		if !s.offer(ev) {
-			b.remove(s)
-		}
+	if us != nil && us.accept(ev) {
+		b.prune(us)
 	}
 }
 
@@ -255,10 +269,10 @@ func (b *Bus) deliver(ev Event) {
 func (b *Bus) closeAll(dropped bool) {
 	b.mu.Lock()
 	all := b.subs
-	b.subs = map[string]map[*Subscription]struct{}{}
+	b.subs = map[string]*userStream{}
 	b.mu.Unlock()
-	for _, set := range all {
-		for s := range set {
+	for _, us := range all {
+		for _, s := range us.end() {
 			s.shut(dropped)
 		}
 	}

@@ -32,6 +32,8 @@ type wire struct {
 	// payloads sent in one transaction once, and the pieces of a long
 	// token fragment can be identical.
 	Num uint64 `json:"k"`
+	// Topic marks a signal (signal.go) rather than an event.
+	Topic string `json:"t,omitempty"`
 }
 
 // notify tells the other nodes about ev (PostgreSQL only), soon: the
@@ -147,7 +149,14 @@ func (b *Bus) onNotify(ctx context.Context, payload string) {
 		b.log.WarnContext(ctx, "events: bad notification", "err", err)
 		return
 	}
-	if w.Node == b.node || !b.hasSubscribers(w.User) {
+	if w.Node == b.node {
+		return
+	}
+	if w.Topic != "" {
+		b.signal(w.Topic, w.User)
+		return
+	}
+	if !b.hasSubscribers(w.User) {
 		return
 	}
 	var ev Event
@@ -216,6 +225,7 @@ func (b *Bus) listen(ctx context.Context, ch string, ready chan<- struct{}, fail
 				close(ready)
 			} else {
 				b.closeAll(true)
+				b.signal("", "") // broadcasts may have been missed meanwhile
 				b.log.Info("events: listening again")
 			}
 			backoff = 100 * time.Millisecond
@@ -256,4 +266,5 @@ func (b *Bus) Stop() {
 	b.stopped = true
 	b.mu.Unlock()
 	b.closeAll(false)
+	b.fills.Wait()
 }

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -48,6 +49,10 @@ type WSRequest struct {
 	AppID string
 	// Accept carries the origin policy (nil: same origin only).
 	Accept *websocket.AcceptOptions
+	// Ended is closed when the credential that opened the connection stops
+	// being valid: nothing more is sent, and the connection closes with
+	// CloseCredentials. Nil: never.
+	Ended <-chan struct{}
 }
 
 // ClientMessage is what a client may send: {"type": "subscribe", app_id?,
@@ -71,7 +76,13 @@ const (
 	CloseSlow = websocket.StatusPolicyViolation
 	// CloseShutdown: the node is stopping; reconnect (to another node).
 	CloseShutdown = websocket.StatusGoingAway
+	// CloseCredentials: the credential that opened the connection ended
+	// (logout, revocation, password change, disabled account, expiry).
+	CloseCredentials websocket.StatusCode = 4401
 )
+
+// errCredentialsEnded stops a session whose Ended channel closed.
+var errCredentialsEnded = errors.New("events: credentials ended")
 
 // ServeWS upgrades the request and streams the user's events until the
 // client leaves, falls behind, or the bus stops.
@@ -121,12 +132,20 @@ func (s *wsSession) run(ctx context.Context, sub *Subscription) {
 		s.ping(ctx)
 	}()
 
-	var replayed int64
+	// Live events up to the resume point are the client's already, even if
+	// the replay found nothing after it.
+	replayed := max(s.req.Since, 0)
 	if s.req.Since >= 0 {
+		var sendErr error
 		err := s.bus.Replay(ctx, s.req.UserID, s.req.Since, func(ev Event) bool {
 			replayed = ev.Seq
-			return s.send(ctx, &ev) == nil
+			sendErr = s.send(ctx, &ev)
+			return sendErr == nil
 		})
+		if errors.Is(sendErr, errCredentialsEnded) {
+			s.closeEnded()
+			return
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				s.bus.log.WarnContext(ctx, "events: replay", "user_id", s.req.UserID, "err", err)
@@ -138,6 +157,9 @@ func (s *wsSession) run(ctx context.Context, sub *Subscription) {
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-s.req.Ended:
+			s.closeEnded()
 			return
 		case ev, ok := <-sub.C:
 			if !ok {
@@ -152,10 +174,17 @@ func (s *wsSession) run(ctx context.Context, sub *Subscription) {
 				continue // already sent by the replay
 			}
 			if err := s.send(ctx, &ev); err != nil {
+				if errors.Is(err, errCredentialsEnded) {
+					s.closeEnded()
+				}
 				return
 			}
 		}
 	}
+}
+
+func (s *wsSession) closeEnded() {
+	s.conn.Close(CloseCredentials, "credentials no longer valid")
 }
 
 // send writes ev if it passes the current filter.
@@ -165,6 +194,11 @@ func (s *wsSession) send(ctx context.Context, ev *Event) error {
 	s.mu.Unlock()
 	if s.req.AppID != "" && ev.ContextString("app_id") != s.req.AppID || !f.Match(ev) {
 		return nil
+	}
+	select {
+	case <-s.req.Ended:
+		return errCredentialsEnded
+	default:
 	}
 	return s.write(ctx, ev)
 }

@@ -40,6 +40,9 @@ type Options struct {
 	HTTP bool
 	// Password overrides argon2id costs (tests only).
 	Password auth.PasswordParams
+	// MaxConnectionsPerUser caps a user's WebSocket and SSE connections on
+	// this node; 0: auth.DefaultMaxConnections.
+	MaxConnectionsPerUser int
 }
 
 // Server is one platform process.
@@ -111,6 +114,7 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	s.Auth, err = auth.New(s.Store, s.Log, auth.Options{
 		SessionTTL: s.Config.SessionTTL, RegistrationOpen: s.Config.RegistrationOpen(), Password: s.opts.Password,
+		MaxConnections: s.opts.MaxConnectionsPerUser,
 	})
 	if err != nil {
 		return err
@@ -137,6 +141,9 @@ func (s *Server) build(ctx context.Context) error {
 	s.Queue.AddMaintenance(s.Auth)
 	s.Events = events.New(s.Store, s.Log)
 	s.Events.AddJobs(s.Queue)
+	// A credential ended on one node ends the connections it opened on all.
+	s.Auth.SetBroadcast(func(userID string) { s.Events.Broadcast(auth.ChangeTopic, userID) })
+	s.Events.Handle(auth.ChangeTopic, s.Auth.ChangedElsewhere)
 	s.Webhooks = webhook.New(s.Store, s.Secrets, s.Auth, s.Queue, s.Log, webhook.Options{})
 	s.LLM, err = llm.NewService(s.Store, s.Secrets, s.Auth, llm.Options{
 		OpenAIAPIKey: s.Config.OpenAIAPIKey, OpenAIBaseURL: s.Config.OpenAIBaseURL, AnthropicAPIKey: s.Config.AnthropicAPIKey})

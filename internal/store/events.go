@@ -128,6 +128,17 @@ func (s *Store) EventListAfter(ctx context.Context, userID string, after int64, 
 		WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, userID, after, limit)
 }
 
+// EventLastSeq returns the last seq handed out to the user (0 before the
+// first event): every event up to it has committed.
+func (s *Store) EventLastSeq(ctx context.Context, userID string) (int64, error) {
+	var seq int64
+	err := s.reader().QueryRowContext(ctx, `SELECT seq FROM event_counters WHERE user_id = $1`, userID).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return seq, err
+}
+
 // EventGet returns one stored event.
 func (s *Store) EventGet(ctx context.Context, userID string, seq int64) (*EventRow, error) {
 	var e EventRow

@@ -1,0 +1,128 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+// TestSocketOrderUnderLoad: 300 activations at concurrency 32, watched by a
+// client that disconnects halfway and resumes with ?since=<last seq
+// received>. Each connection receives its events in seq order, and the two
+// together receive every event of the user exactly once. On PostgreSQL the
+// client is on a second node, so the events come both from that node's own
+// runs and, through NOTIFY, from the first node's.
+func TestSocketOrderUnderLoad(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		const activations, concurrency = 300, 32
+		dsn := testdb.URL(t, d)
+		vars := map[string]string{"AP_DATABASE_URL": dsn, "AP_WORKERS": "16"}
+		e := newEnv(t, d, vars)
+		watch := e
+		if d == store.Postgres {
+			watch = newEnv(t, d, vars)
+		}
+		token := e.signup("u@example.com")
+		key := e.keyWith(token, "write:all")
+		f := e.llmAgent(token, nil, 0)
+
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		dial := func(query string) *websocket.Conn {
+			c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(watch.url, "http")+"/api/v1/ws"+query,
+				&websocket.DialOptions{HTTPHeader: authHeader(key)})
+			require.NoError(t, err)
+			c.SetReadLimit(1 << 20)
+			return c
+		}
+		// read appends what c delivers until stop says so; it returns the
+		// seqs in arrival order.
+		read := func(c *websocket.Conn, stop func(n int, ended int) bool, seqs *[]int64, ended *int) {
+			for !stop(len(*seqs), *ended) {
+				_, data, err := c.Read(ctx)
+				require.NoError(t, err, "after %d events", len(*seqs))
+				var ev struct {
+					Seq  int64  `json:"seq"`
+					Type string `json:"type"`
+				}
+				require.NoError(t, json.Unmarshal(data, &ev))
+				*seqs = append(*seqs, ev.Seq)
+				if ev.Type == "activation_completed" || ev.Type == "activation_failed" {
+					*ended++
+				}
+			}
+		}
+
+		first := dial("")
+		var wg sync.WaitGroup
+		work := make(chan struct{})
+		for range concurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				client := &http.Client{}
+				for range work {
+					req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/api/v1/agents/"+f.agentID+"/activate",
+						strings.NewReader(`{"input_data":{"prompt":"hello"}}`))
+					req.Header.Set("Authorization", "Bearer "+key)
+					req.Header.Set("Content-Type", "application/json")
+					res, err := client.Do(req)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					res.Body.Close()
+					if res.StatusCode != 201 {
+						t.Errorf("activate: %d", res.StatusCode)
+						return
+					}
+				}
+			}()
+		}
+		go func() {
+			defer close(work)
+			for range activations {
+				select {
+				case work <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+
+		var before, after []int64
+		ended := 0
+		read(first, func(n, _ int) bool { return n >= activations*3/2 }, &before, &ended)
+		first.CloseNow()
+		second := dial("?since=" + itoa(before[len(before)-1]))
+		read(second, func(_, e int) bool { return e >= activations }, &after, &ended)
+		wg.Wait()
+
+		inOrder := func(seqs []int64, from int64) {
+			t.Helper()
+			for i, s := range seqs {
+				require.Equal(t, from+int64(i), s, "event %d of the connection: got seq %d (arrival order %v…)", i, s, seqs[max(0, i-3):min(len(seqs), i+3)])
+			}
+		}
+		inOrder(before, 1)
+		inOrder(after, before[len(before)-1]+1)
+		// Nothing was left out at the end either: the store holds no more.
+		last := after[len(after)-1]
+		rows, err := e.srv.Store.EventListAfter(context.Background(), e.do("GET", "/api/v1/users/me", nil, bearer(token)).str("id"), last, 10)
+		require.NoError(t, err)
+		require.Empty(t, rows, "events stored but never received")
+		require.EqualValues(t, activations*3, last)
+		second.CloseNow()
+	})
+}
