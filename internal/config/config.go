@@ -9,12 +9,15 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentplatform/agentplatform/internal/egress"
 )
 
 // Config is every setting of a platform process.
@@ -52,6 +55,12 @@ type Config struct {
 
 	// NoWorker makes serve run the API only (serve --no-worker).
 	NoWorker bool
+
+	// EgressAllow is AP_EGRESS_ALLOW: comma-separated CIDRs that outbound
+	// calls to user-supplied addresses may reach although they are
+	// private. Validate parses it into EgressAllowed.
+	EgressAllow   string
+	EgressAllowed []netip.Prefix
 }
 
 // Production reports whether AP_ENV=production.
@@ -130,6 +139,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	str("AP_TLS_CERT", &c.TLSCert)
 	str("AP_TLS_KEY", &c.TLSKey)
 	str("AP_DEBUG_ADDR", &c.DebugAddr)
+	str("AP_EGRESS_ALLOW", &c.EgressAllow)
 	return c, errors.Join(errs...)
 }
 
@@ -147,6 +157,8 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "requests per minute per caller (AP_RATE_LIMIT)")
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "certificate file for HTTPS (AP_TLS_CERT)")
 	fs.StringVar(&c.TLSKey, "tls-key", c.TLSKey, "key file for HTTPS (AP_TLS_KEY)")
+	fs.StringVar(&c.EgressAllow, "egress-allow", c.EgressAllow,
+		"comma-separated CIDRs that calls to user-supplied URLs may reach although private (AP_EGRESS_ALLOW)")
 }
 
 // Validate checks the settings and fills the derived defaults (public URL).
@@ -178,6 +190,11 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("AP_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
+	}
+	if allowed, err := egress.ParseAllow(c.EgressAllow); err != nil {
+		errs = append(errs, err)
+	} else {
+		c.EgressAllowed = allowed
 	}
 	if c.PublicURL == "" {
 		scheme := "http"
