@@ -9,6 +9,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
+
+	"github.com/agentplatform/agentplatform/internal/egress"
 )
 
 // transientStatus reports whether an HTTP answer is worth retrying: rate
@@ -41,6 +43,12 @@ func classify(ctx context.Context, provider string, err error) *Error {
 	}
 	if ctx.Err() != nil {
 		return cancelled(provider, ctx.Err())
+	}
+	// A refused address (a user's base_url on a private network) will be
+	// refused again: not worth a retry, and its own words say what to do.
+	var refused *egress.Refused
+	if errors.As(err, &refused) {
+		return &Error{Provider: provider, Message: refused.Error(), Err: err}
 	}
 	var oe *openai.Error
 	if errors.As(err, &oe) {
