@@ -216,11 +216,6 @@ func (s *Service) RotateSecret(ctx context.Context, c *auth.Caller, appID string
 	if err != nil {
 		return "", err
 	}
-	// The first secret is made on first use: make it now, so that the
-	// rotation keeps it as the previous one.
-	if _, err := s.secret(ctx, appID); err != nil {
-		return "", err
-	}
 	if err := s.store.AppWebhookSecretRotate(ctx, appID, enc, s.now()); err != nil {
 		return "", err
 	}

@@ -34,6 +34,7 @@ import (
 
 type bundle struct {
 	s       *store.Store
+	box     *secret.Box
 	svc     *webhook.Service
 	q       *queue.Queue
 	owner   *auth.Caller
@@ -65,7 +66,7 @@ func setupWith(t *testing.T, d store.Dialect, opts webhook.Options, log *slog.Lo
 	require.NoError(t, q.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, q.Stop(context.Background())) })
 
-	b := &bundle{s: s, svc: svc, q: q}
+	b := &bundle{s: s, box: box, svc: svc, q: q}
 	now := store.Now()
 	mkUser := func() *auth.Caller {
 		u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
