@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/url"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
@@ -68,7 +69,14 @@ func classify(ctx context.Context, provider string, err error) *Error {
 	if errors.As(err, &ne) && ne.Timeout() {
 		msg = "timed out: "
 	}
-	return &Error{Provider: provider, Message: msg + err.Error(), Transient: true, Err: err}
+	// Without the request's URL: a user's base_url may carry a key in its
+	// query, and this message is shown and logged.
+	cause := err
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		cause = ue.Err
+	}
+	return &Error{Provider: provider, Message: msg + cause.Error(), Transient: true, Err: err}
 }
 
 // statusError is an HTTP error answer; message is the provider's own text
