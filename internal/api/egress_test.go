@@ -63,7 +63,9 @@ func TestPrivateURLsRefusedAtCreate(t *testing.T) {
 				expectError(t, 400, "ValidationError", "Invalid value for field webhook_url: ")
 
 			agents[0].(map[string]any)["webhook_url"] = u
-			e.importManifest(token, m).expectError(t, 400, "ValidationError", "agents[0].webhook_url")
+			e.importManifest(token, m).expectError(t, 400, "ValidationError", "Invalid value for field agents[0].webhook_url: ")
+			e.do("POST", "/api/v1/apps", map[string]any{"name": "x", "slug": "x", "manifest_data": m}, bearer(token)).
+				expectError(t, 400, "ValidationError", "Invalid value for field manifest_data.agents[0].webhook_url: ")
 
 			e.do("POST", providersPath, map[string]any{"name": "p", "provider_type": "openai_compatible", "base_url": u + "/v1"},
 				bearer(token)).expectError(t, 400, "ValidationError", "Invalid value for field base_url: ").
