@@ -245,15 +245,20 @@ func (s *Service) secret(ctx context.Context, appID string) (string, error) {
 // signingSecrets are the secrets a delivery is signed with at now: the
 // app's current one, and the previous one during RotationOverlap.
 func (s *Service) signingSecrets(ctx context.Context, appID string, now time.Time) ([]string, error) {
-	cur, err := s.secret(ctx, appID)
-	if err != nil {
-		return nil, err
-	}
-	out := []string{cur}
 	w, err := s.store.AppWebhookSecrets(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
+	var cur string
+	if w.Current == "" {
+		cur, err = s.secret(ctx, appID) // made on first use
+	} else {
+		cur, err = s.box.Open(w.Current)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []string{cur}
 	if w.Previous != "" && w.RotatedAt != nil && now.Sub(*w.RotatedAt) < RotationOverlap {
 		prev, err := s.box.Open(w.Previous)
 		if err != nil {
