@@ -169,8 +169,17 @@ func TestAgentWebhookURL(t *testing.T) {
 	// A cancelled activation (no run, so no agent loaded) still reaches it,
 	// and with activations paused: deliveries run on their own queue.
 	e.do("POST", "/api/v1/worker/pause", nil, bearer(token)).expect(t, 200) // first user: admin
-	time.Sleep(150 * time.Millisecond)                                      // River applies a pause asynchronously
-	id := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "c"}}, bearer(token)).expect(t, 201).str("activation_id")
-	e.do("POST", "/api/v1/activations/"+id+"/cancel", nil, bearer(token)).expect(t, 200)
+	for try := 1; ; try++ {
+		time.Sleep(150 * time.Millisecond) //nolint:forbidigo // River applies a pause asynchronously
+		id := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "c"}}, bearer(token)).expect(t, 201).str("activation_id")
+		r := e.do("POST", "/api/v1/activations/"+id+"/cancel", nil, bearer(token))
+		if r.Status == 200 {
+			break
+		}
+		// Under load, River may take the job before it hears of the pause.
+		r.expect(t, 409)
+		require.Less(t, try, 10, "the pause never took hold")
+		require.Equal(t, "/agent activation_completed", await())
+	}
 	require.Equal(t, "/agent activation_failed", await())
 }
