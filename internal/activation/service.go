@@ -51,9 +51,11 @@ type EventBus interface {
 }
 
 // Webhooks queues the delivery of an ended activation's event in the
-// transaction that records the end (webhook.Service).
+// transaction that records the end, and checks webhook URLs when they are
+// given (webhook.Service).
 type Webhooks interface {
 	EnqueueTx(ctx context.Context, tx *store.Store, appID, url string, ev events.Event) error
+	CheckURL(field, raw string) error
 }
 
 // Deps are what the service is built on. Webhooks may be nil.
@@ -156,6 +158,11 @@ const idempotencyWindow = 24 * time.Hour
 func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *store.Activation, replayed bool, err error) {
 	if err := validate(&r); err != nil {
 		return nil, false, err
+	}
+	if u, _ := r.Metadata["webhook_url"].(string); u != "" && s.Webhooks != nil {
+		if err := s.Webhooks.CheckURL("metadata.webhook_url", u); err != nil {
+			return nil, false, err
+		}
 	}
 	agent, err := s.Agents.VisibleAgent(ctx, c, r.AgentID)
 	if err != nil {

@@ -19,7 +19,7 @@ type Activation struct {
 	Status       string          `json:"status" enum:"queued,running,completed,failed"`
 	InputData    json.RawMessage `json:"input_data" doc:"Object"`
 	Context      json.RawMessage `json:"context" doc:"Object: chat_id, session_id, app_id, free-form user context"`
-	Metadata     json.RawMessage `json:"metadata" doc:"Object: provider_id, model, temperature, max_tokens, system_prompt, webhook_url, source"`
+	Metadata     json.RawMessage `json:"metadata" doc:"Object: provider_id, model, temperature, max_tokens, system_prompt, webhook_url, source. webhook_url: an http(s) URL POSTed the activation's final event when it ends (see GET /api/v1/activations/{id}/deliveries); not on a private address unless AP_EGRESS_ALLOW allows it; each attempt must be answered 2xx within 15 s"`
 	Priority     int             `json:"priority" doc:"1 (most urgent) to 4"`
 	CreatedAt    time.Time       `json:"created_at"`
 	StartedAt    *time.Time      `json:"started_at"`
@@ -46,7 +46,7 @@ func activationOut(a *store.Activation) Activation {
 type ActivateBody struct {
 	InputData map[string]any `json:"input_data,omitempty" required:"false" doc:"Required: the agent's input, e.g. {\"prompt\": \"…\"}"`
 	Context   map[string]any `json:"context,omitempty" required:"false" doc:"chat_id (earlier turns of the chat are sent as history), session_id, anything else"`
-	Metadata  map[string]any `json:"metadata,omitempty" required:"false" doc:"Per-activation overrides: provider_id, model, temperature, max_tokens, system_prompt; webhook_url to be called when it ends"`
+	Metadata  map[string]any `json:"metadata,omitempty" required:"false" doc:"Per-activation overrides: provider_id, model, temperature, max_tokens, system_prompt; webhook_url to be POSTed the final event when it ends (an http(s) URL, not on a private address unless AP_EGRESS_ALLOW allows it; each attempt must be answered 2xx within 15 s, redirects are not followed)"`
 	Priority  int            `json:"priority,omitempty" required:"false" minimum:"1" maximum:"4" doc:"1 (most urgent) to 4; default 2"`
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/server"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
@@ -34,10 +35,13 @@ type env struct {
 	logs *syncBuffer
 }
 
-// newEnv starts a server on dialect d; vars are AP_* settings.
+// newEnv starts a server on dialect d; vars are AP_* settings. The outside
+// world (webhook receivers, users' LLM providers) is on 127.0.0.2, the one
+// private address the egress guard allows (egresstest).
 func newEnv(t testing.TB, d store.Dialect, vars map[string]string) *env {
 	t.Helper()
-	all := map[string]string{"AP_DATA_DIR": t.TempDir(), "AP_DATABASE_URL": testdb.URL(t, d), "AP_RATE_LIMIT": "100000"}
+	all := map[string]string{"AP_DATA_DIR": t.TempDir(), "AP_DATABASE_URL": testdb.URL(t, d), "AP_RATE_LIMIT": "100000",
+		"AP_EGRESS_ALLOW": egresstest.Allow}
 	for k, v := range vars {
 		all[k] = v
 	}

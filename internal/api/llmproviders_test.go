@@ -149,7 +149,7 @@ func TestLLMProviderValidation(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		e := newEnv(t, d, nil)
 		alice := e.signup("alice@example.com")
-		ok := map[string]any{"name": "dup", "provider_type": "openai_compatible", "base_url": "http://localhost:11434/v1"}
+		ok := map[string]any{"name": "dup", "provider_type": "openai_compatible", "base_url": "https://llm.example.com/v1"}
 		e.do("POST", providersPath, ok, bearer(alice)).expect(t, 201)
 		with := func(k string, v any) map[string]any {
 			m := map[string]any{"name": "n", "provider_type": "openai", "models": []string{"a", "b"}}
@@ -176,6 +176,7 @@ func TestLLMProviderValidation(t *testing.T) {
 			{with("base_url", "ftp://example.com"), 400, "base_url"},
 			{with("base_url", "localhost:11434"), 400, "base_url"},
 			{with("base_url", "/v1"), 400, "base_url"},
+			{with("base_url", "http://localhost:11434/v1"), 400, "base_url"},
 			{with("default_model", "c"), 400, "default_model"},
 			{with("models", "a"), 400, "models"},
 			{with("models", []string{"a", ""}), 400, "models[1]"},

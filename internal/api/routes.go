@@ -87,7 +87,7 @@ func (a *API) routes() {
 	// and the delivery attempts of an activation.
 	register(a, op("get-webhook-secret", http.MethodGet, "/api/v1/apps/{app_id}/webhook-secret", "The app's webhook signing secret (made on first use)", "webhooks"), auth.User, a.getWebhookSecret)
 	register(a, op("rotate-webhook-secret", http.MethodPost, "/api/v1/apps/{app_id}/webhook-secret", "Replace the app's webhook signing secret", "webhooks"), auth.User, a.rotateWebhookSecret)
-	register(a, op("list-webhook-deliveries", http.MethodGet, "/api/v1/activations/{activation_id}/deliveries", "Webhook delivery attempts of an activation, oldest first", "webhooks"), auth.AppUse, a.listDeliveries)
+	register(a, deliveriesDoc(op("list-webhook-deliveries", http.MethodGet, "/api/v1/activations/{activation_id}/deliveries", "Webhook delivery attempts of an activation, oldest first", "webhooks")), auth.AppUse, a.listDeliveries)
 
 	// LLM providers: the system ones and the caller's own; what an app may
 	// use is readable with app:access.

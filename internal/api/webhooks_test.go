@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 	"github.com/agentplatform/agentplatform/internal/webhook"
@@ -71,12 +71,11 @@ func TestActivationEventsReachSocketAndWebhook(t *testing.T) {
 		f := e.llmAgent(token, nil, 0)
 		hooks := make(chan *http.Request, 4)
 		bodies := make(chan []byte, 4)
-		rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rcv := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			hooks <- r
 			bodies <- body
 		}))
-		t.Cleanup(rcv.Close)
 		ws, _ := e.socket("app_id="+f.appID, http.Header{"Authorization": {"Bearer " + token}})
 
 		id := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{
@@ -139,13 +138,12 @@ func TestAgentWebhookURL(t *testing.T) {
 	e := newEnv(t, store.SQLite, nil)
 	token := e.signup("u@example.com")
 	paths := make(chan string, 4)
-	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	rcv := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		var ev map[string]any
 		_ = json.Unmarshal(body, &ev)
 		paths <- r.URL.Path + " " + ev["type"].(string)
 	}))
-	t.Cleanup(rcv.Close)
 	f := e.llmAgent(token, nil, 0)
 	ag, err := e.srv.Store.AgentGet(context.Background(), f.agentID)
 	require.NoError(t, err)
@@ -171,8 +169,17 @@ func TestAgentWebhookURL(t *testing.T) {
 	// A cancelled activation (no run, so no agent loaded) still reaches it,
 	// and with activations paused: deliveries run on their own queue.
 	e.do("POST", "/api/v1/worker/pause", nil, bearer(token)).expect(t, 200) // first user: admin
-	time.Sleep(150 * time.Millisecond)                                      // River applies a pause asynchronously
-	id := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "c"}}, bearer(token)).expect(t, 201).str("activation_id")
-	e.do("POST", "/api/v1/activations/"+id+"/cancel", nil, bearer(token)).expect(t, 200)
+	for try := 1; ; try++ {
+		time.Sleep(150 * time.Millisecond) //nolint:forbidigo // River applies a pause asynchronously
+		id := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "c"}}, bearer(token)).expect(t, 201).str("activation_id")
+		r := e.do("POST", "/api/v1/activations/"+id+"/cancel", nil, bearer(token))
+		if r.Status == 200 {
+			break
+		}
+		// Under load, River may take the job before it hears of the pause.
+		r.expect(t, 409)
+		require.Less(t, try, 10, "the pause never took hold")
+		require.Equal(t, "/agent activation_completed", await())
+	}
 	require.Equal(t, "/agent activation_failed", await())
 }

@@ -140,6 +140,9 @@ func (s *Service) CreateAgent(ctx context.Context, c *auth.Caller, appID string,
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkAgentURLs("", spec); err != nil {
+		return nil, err
+	}
 	now := s.now()
 	r := agentRow(spec, &store.Agent{ID: newID(), AppID: app.ID, UserID: app.UserID, Status: StatusActive, CreatedAt: now})
 	r.UpdatedAt = now
@@ -188,6 +191,9 @@ func (s *Service) UpdateAgent(ctx context.Context, c *auth.Caller, appID, agentI
 	if err != nil {
 		return nil, err
 	}
+	if err := s.checkAgentURLs("", spec); err != nil {
+		return nil, err
+	}
 	r := agentRow(spec, a)
 	r.Status, r.UpdatedAt = status, s.now()
 	if err := s.sealInto(r, spec); err != nil {
@@ -219,6 +225,21 @@ func decodeAgentBody(body map[string]any) (*AgentSpec, error) {
 		return nil, d.err
 	}
 	return &spec, nil
+}
+
+// checkAgentURLs refuses the URLs the platform will call for an agent (its
+// webhook_url, a webhook agent's url) when they name a private address
+// (egress.Guard.CheckURL); prefix is the agent's path in the request.
+func (s *Service) checkAgentURLs(prefix string, a *AgentSpec) error {
+	if a.WebhookURL != "" {
+		if err := s.egress.CheckURL(prefix+"webhook_url", a.WebhookURL); err != nil {
+			return err
+		}
+	}
+	if a.AgentConfig.Runtime == "webhook" && a.AgentConfig.URL != "" {
+		return s.egress.CheckURL(prefix+"agent_config.url", a.AgentConfig.URL)
+	}
+	return nil
 }
 
 // sealInto stores a webhook secret given in spec, sealed.

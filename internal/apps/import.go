@@ -63,7 +63,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, in CreateInput) (*
 	if err := checkHeader(m); err != nil {
 		return nil, err
 	}
-	return s.write(ctx, c, m, writeOpts{})
+	return s.write(ctx, c, m, writeOpts{root: "manifest_data"})
 }
 
 // Import creates the app of a parsed manifest or, when the caller has its
@@ -208,6 +208,7 @@ func mapAll[S, T any](items []S, fn func(*S) T) []T {
 type writeOpts struct {
 	upgrade       bool   // an existing slug at a lower version is upgraded
 	installedFrom string // the source of an install
+	root          string // the manifest's path in the request, for errors
 }
 
 // write stores m as a new app of the caller, or as the upgrade of the
@@ -217,7 +218,10 @@ func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts w
 	// Sealing is CPU only, but it is done before the transaction all the
 	// same: nothing slow belongs inside SQLite's one writer.
 	secrets := map[string]string{}
-	for _, a := range m.Agents {
+	for i, a := range m.Agents {
+		if err := s.checkAgentURLs(index(join(opts.root, "agents"), i)+".", &a); err != nil {
+			return nil, err
+		}
 		if a.AgentConfig.Secret != "" {
 			sealed, err := s.secrets.Seal(a.AgentConfig.Secret)
 			if err != nil {

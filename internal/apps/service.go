@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -46,12 +47,17 @@ type Service struct {
 	store   *store.Store
 	auth    *auth.Service
 	secrets *secret.Box
+	egress  *egress.Guard
 	now     func() time.Time
 }
 
-// New returns the service; secrets seals webhook agents' secrets.
-func New(st *store.Store, a *auth.Service, secrets *secret.Box) *Service {
-	return &Service{store: st, auth: a, secrets: secrets, now: store.Now}
+// New returns the service; secrets seals webhook agents' secrets, and eg
+// refuses agents' URLs on private addresses (nil allows none).
+func New(st *store.Store, a *auth.Service, secrets *secret.Box, eg *egress.Guard) *Service {
+	if eg == nil {
+		eg = egress.New(nil)
+	}
+	return &Service{store: st, auth: a, secrets: secrets, egress: eg, now: store.Now}
 }
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -561,6 +561,7 @@ func TestBadConfigurationFailsLoudly(t *testing.T) {
 		{"log level", "AP_LOG_LEVEL=loud", "AP_LOG_LEVEL"},
 		{"production over http", "AP_ENV=production", "AP_PUBLIC_URL"},
 		{"missing key file", "AP_SECRET_KEY_FILE=/nonexistent/secret.key", "AP_SECRET_KEY_FILE"},
+		{"egress allow", "AP_EGRESS_ALLOW=10.0.0.0/8,intranet", `AP_EGRESS_ALLOW: "intranet" is not a CIDR`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

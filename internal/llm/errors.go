@@ -6,9 +6,12 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/url"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
+
+	"github.com/agentplatform/agentplatform/internal/egress"
 )
 
 // transientStatus reports whether an HTTP answer is worth retrying: rate
@@ -42,6 +45,12 @@ func classify(ctx context.Context, provider string, err error) *Error {
 	if ctx.Err() != nil {
 		return cancelled(provider, ctx.Err())
 	}
+	// A refused address (a user's base_url on a private network) will be
+	// refused again: not worth a retry, and its own words say what to do.
+	var refused *egress.Refused
+	if errors.As(err, &refused) {
+		return &Error{Provider: provider, Message: refused.Error(), Err: err}
+	}
 	var oe *openai.Error
 	if errors.As(err, &oe) {
 		return statusError(provider, oe.StatusCode, oe.Message, oe.RawJSON(), err)
@@ -60,7 +69,14 @@ func classify(ctx context.Context, provider string, err error) *Error {
 	if errors.As(err, &ne) && ne.Timeout() {
 		msg = "timed out: "
 	}
-	return &Error{Provider: provider, Message: msg + err.Error(), Transient: true, Err: err}
+	// Without the request's URL: a user's base_url may carry a key in its
+	// query, and this message is shown and logged.
+	cause := err
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		cause = ue.Err
+	}
+	return &Error{Provider: provider, Message: msg + cause.Error(), Transient: true, Err: err}
 }
 
 // statusError is an HTTP error answer; message is the provider's own text

@@ -165,13 +165,15 @@ func TestConnectionFailureIsTransient(t *testing.T) {
 	url := dead.URL
 	dead.Close()
 	for _, typ := range []string{llm.TypeOpenAICompatible, llm.TypeAnthropic} {
-		c, err := llm.New(llm.Config{ID: "p", Type: typ, BaseURL: url})
+		c, err := llm.New(llm.Config{ID: "p", Type: typ, BaseURL: strings.Replace(url, "http://", "http://tok3n:pa55@", 1) + "/?key=s3cret"})
 		require.NoError(t, err)
 		_, err = c.Complete(t.Context(), history(nil))
 		var le *llm.Error
 		require.ErrorAs(t, err, &le)
 		require.True(t, le.Transient, typ)
 		require.Zero(t, le.Status)
+		require.NotContains(t, err.Error(), "s3cret", "the URL's query is neither shown nor logged")
+		require.NotContains(t, err.Error(), "tok3n", "nor its userinfo")
 	}
 }
 

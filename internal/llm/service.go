@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -43,6 +44,12 @@ type Options struct {
 	AnthropicAPIKey  string
 	AnthropicBaseURL string // "" for Anthropic itself (tests point it at llmtest)
 	AnthropicModel   string // "" for DefaultAnthropicModel
+
+	// Egress guards users' providers: their base_url is user-supplied, so
+	// it is checked at create and every call goes through the guard. The
+	// system providers' URLs come from the operator and are not guarded.
+	// Nil is a guard that allows no private address.
+	Egress *egress.Guard
 }
 
 // Provider is a provider as its user sees it: a system one or their own.
@@ -92,6 +99,10 @@ type Service struct {
 	auth    *auth.Service
 	systems []system // echo first, then openai and anthropic when configured
 	now     func() time.Time
+	egress  *egress.Guard
+	// userHTTP is the guarded client of every user provider: one
+	// transport, so one connection pool, for all of them.
+	userHTTP *http.Client
 
 	mu    sync.RWMutex
 	cache map[string]cached
@@ -99,7 +110,11 @@ type Service struct {
 
 // NewService builds the service and the system providers' clients.
 func NewService(st *store.Store, secrets *secret.Box, a *auth.Service, opts Options) (*Service, error) {
-	s := &Service{store: st, secrets: secrets, auth: a, now: store.Now, cache: map[string]cached{}}
+	s := &Service{store: st, secrets: secrets, auth: a, now: store.Now, cache: map[string]cached{}, egress: opts.Egress}
+	if s.egress == nil {
+		s.egress = egress.New(nil)
+	}
+	s.userHTTP = s.egress.Client(egress.Options{Field: "base_url"})
 	started := store.Now()
 	add := func(id, name, typ, baseURL, apiKey, model string) error {
 		c, err := New(Config{ID: id, Type: typ, BaseURL: baseURL, APIKey: apiKey})
@@ -213,7 +228,7 @@ func (s *Service) resolveRow(p *store.LLMProvider) (*Resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llm: open the API key of provider %s: %w", p.ID, err)
 	}
-	client, err := New(Config{ID: p.ID, Type: p.ProviderType, BaseURL: p.BaseURL, APIKey: key})
+	client, err := New(Config{ID: p.ID, Type: p.ProviderType, BaseURL: p.BaseURL, APIKey: key, HTTPClient: s.userHTTP})
 	if err != nil {
 		return nil, err
 	}
@@ -361,9 +376,11 @@ func (s *Service) apply(p *store.LLMProvider, in Input) error {
 		p.BaseURL = strings.TrimSpace(*in.BaseURL)
 	}
 	if p.BaseURL != "" {
-		u, err := url.Parse(p.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(p.BaseURL) > maxURLLen {
+		if len(p.BaseURL) > maxURLLen {
 			return apperr.Invalid("base_url", "Invalid value for field base_url: must be an absolute http or https URL")
+		}
+		if err := s.egress.CheckURL("base_url", p.BaseURL); err != nil {
+			return err
 		}
 	} else if p.ProviderType == TypeOpenAICompatible {
 		return apperr.Invalid("base_url", "Missing required field: base_url (an openai_compatible provider needs its server's URL, e.g. http://localhost:11434/v1)")

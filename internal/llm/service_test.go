@@ -12,6 +12,8 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/egress"
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/llm/llmtest"
 	"github.com/agentplatform/agentplatform/internal/secret"
@@ -34,6 +36,9 @@ func setup(t testing.TB, d store.Dialect, opts llm.Options) *bundle {
 	require.NoError(t, err)
 	a, err := auth.New(st, testdb.Logger(), auth.Options{Password: auth.PasswordParams{Memory: 64, Time: 1, Threads: 1}})
 	require.NoError(t, err)
+	if opts.Egress == nil {
+		opts.Egress = egress.New(egresstest.AllowPrefixes()) // the fakes' address
+	}
 	svc, err := llm.NewService(st, box, a, opts)
 	require.NoError(t, err)
 	return &bundle{st: st, svc: svc}

@@ -32,13 +32,13 @@ type Options struct {
 	FetchCooldown time.Duration
 }
 
-// Activations is the queue of activation jobs, apart from the default
-// queue's webhook deliveries and housekeeping: pausing activations (an
-// admin's POST /api/v1/worker/pause) must not stop those.
+// Activations is the queue of activation jobs, apart from webhook
+// deliveries and housekeeping: pausing activations (an admin's POST
+// /api/v1/worker/pause) must not stop those.
 const Activations = "activations"
 
-// housekeepingWorkers bounds the default queue: webhook deliveries and
-// periodic clean-ups.
+// housekeepingWorkers bounds the default queue: periodic clean-ups (and
+// webhook deliveries enqueued before they had a queue of their own).
 const housekeepingWorkers = 4
 
 // River hands a job whose worker died back to the queue only after
@@ -59,6 +59,7 @@ type Queue struct {
 	opts     Options
 	workers  *river.Workers
 	periodic []*river.PeriodicJob
+	queues   map[string]int // added by domain packages: name → workers
 	client   *river.Client[*sql.Tx]
 	started  bool
 }
@@ -70,6 +71,16 @@ func New(s *store.Store, log *slog.Logger, opts Options) *Queue {
 
 // AddWorker registers the worker of one job kind.
 func AddWorker[T river.JobArgs](q *Queue, w river.Worker[T]) { river.AddWorker(q.workers, w) }
+
+// AddQueue adds a queue of its own to a domain's jobs, worked by at most
+// maxWorkers at once in this process, apart from the activations and the
+// housekeeping.
+func (q *Queue) AddQueue(name string, maxWorkers int) {
+	if q.queues == nil {
+		q.queues = map[string]int{}
+	}
+	q.queues[name] = max(1, maxWorkers)
+}
 
 // AddPeriodic schedules a job that River's elected leader inserts on its
 // interval (once across all nodes).
@@ -93,6 +104,9 @@ func (q *Queue) Start(ctx context.Context) error {
 		cfg.Queues = map[string]river.QueueConfig{
 			Activations:        {MaxWorkers: max(1, q.opts.Workers)},
 			river.QueueDefault: {MaxWorkers: housekeepingWorkers},
+		}
+		for name, n := range q.queues {
+			cfg.Queues[name] = river.QueueConfig{MaxWorkers: n}
 		}
 		cfg.PeriodicJobs = q.periodic
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
+	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/metrics"
@@ -69,6 +70,8 @@ type Server struct {
 
 	// Webhooks delivers activation events to webhook URLs.
 	Webhooks *webhook.Service
+	// Egress guards every call to an address a user supplied.
+	Egress *egress.Guard
 }
 
 // Close closes the database; Run calls it on the way out, tests that never
@@ -119,7 +122,8 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.Apps = apps.New(s.Store, s.Auth, s.Secrets)
+	s.Egress = egress.New(s.Config.EgressAllowed)
+	s.Apps = apps.New(s.Store, s.Auth, s.Secrets, s.Egress)
 	if err := s.Apps.SeedSystemAgents(ctx); err != nil {
 		return fmt.Errorf("seed system agents: %w", err)
 	}
@@ -144,9 +148,10 @@ func (s *Server) build(ctx context.Context) error {
 	// A credential ended on one node ends the connections it opened on all.
 	s.Auth.SetBroadcast(func(userID string) { s.Events.Broadcast(auth.ChangeTopic, userID) })
 	s.Events.Handle(auth.ChangeTopic, s.Auth.ChangedElsewhere)
-	s.Webhooks = webhook.New(s.Store, s.Secrets, s.Auth, s.Queue, s.Log, webhook.Options{})
+	s.Webhooks = webhook.New(s.Store, s.Secrets, s.Auth, s.Queue, s.Log, webhook.Options{Egress: s.Egress})
 	s.LLM, err = llm.NewService(s.Store, s.Secrets, s.Auth, llm.Options{
-		OpenAIAPIKey: s.Config.OpenAIAPIKey, OpenAIBaseURL: s.Config.OpenAIBaseURL, AnthropicAPIKey: s.Config.AnthropicAPIKey})
+		OpenAIAPIKey: s.Config.OpenAIAPIKey, OpenAIBaseURL: s.Config.OpenAIBaseURL, AnthropicAPIKey: s.Config.AnthropicAPIKey,
+		Egress: s.Egress})
 	if err != nil {
 		return err
 	}

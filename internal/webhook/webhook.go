@@ -1,11 +1,18 @@
 // Package webhook owns outgoing webhooks: each app's signing secret
-// (whsec_…, sealed at rest), Standard Webhooks signatures, and delivery of
-// an activation's final event to its webhook URL as a River job that
-// retries with growing delays and records every attempt.
+// (whsec_…, sealed at rest; the previous one still signs for a day after a
+// rotation), Standard Webhooks signatures, and delivery of an activation's
+// final event to its webhook URL as a River job on a queue of its own that
+// retries with growing delays and records every attempt with its state.
+//
+// Deliveries go through the egress guard (no private address, no redirect
+// followed: only a 2xx answer is a success), and no user holds more than a
+// bounded share of the delivery workers, so one user's slow receivers
+// cannot delay another user's deliveries.
 package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -16,17 +23,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/secret"
@@ -48,15 +58,32 @@ const (
 var DefaultRetryDelays = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
 	2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
 
+// Queue is the River queue of deliveries: apart from activations (paused
+// by an admin without stopping deliveries) and from housekeeping.
+const Queue = "webhooks"
+
+// DefaultTimeout bounds one delivery attempt: connecting, sending and the
+// receiver's answer.
+const DefaultTimeout = 15 * time.Second
+
+// RotationOverlap is how long after a rotation deliveries are signed with
+// the previous secret too.
+const RotationOverlap = 24 * time.Hour
+
 // Options tune delivery; zero values take the defaults.
 type Options struct {
-	// Client sends the requests (default: a client with Timeout).
-	Client *http.Client
-	// Timeout bounds one attempt. Default 15 s.
+	// Egress guards the receivers' addresses (default: a guard that allows
+	// no private address).
+	Egress *egress.Guard
+	// Timeout bounds one attempt. Default DefaultTimeout.
 	Timeout time.Duration
 	// RetryDelays are the waits before the 2nd, 3rd… attempt; their number
 	// plus one is the number of attempts.
 	RetryDelays []time.Duration
+	// Workers is how many deliveries one process makes at once (default
+	// 16), PerUser how many of them one user's may take (default 4): the
+	// rest wait for their turn without holding a worker.
+	Workers, PerUser int
 }
 
 // Service manages secrets and deliveries.
@@ -68,34 +95,43 @@ type Service struct {
 	log   *slog.Logger
 	opts  Options
 	now   func() time.Time
+	// client is the guarded client of every delivery.
+	client *http.Client
+	share  *fairShare
 }
 
 // New returns the service and registers its delivery worker on q.
 func New(s *store.Store, box *secret.Box, a *auth.Service, q *queue.Queue, log *slog.Logger, opts Options) *Service {
 	if opts.Timeout <= 0 {
-		opts.Timeout = 15 * time.Second
-	}
-	if opts.Client == nil {
-		opts.Client = &http.Client{Timeout: opts.Timeout}
+		opts.Timeout = DefaultTimeout
 	}
 	if len(opts.RetryDelays) == 0 {
 		opts.RetryDelays = DefaultRetryDelays
 	}
-	svc := &Service{store: s, box: box, auth: a, queue: q, log: log, opts: opts, now: store.Now}
+	if opts.Egress == nil {
+		opts.Egress = egress.New(nil)
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 16
+	}
+	if opts.PerUser <= 0 {
+		opts.PerUser = 4
+	}
+	svc := &Service{store: s, box: box, auth: a, queue: q, log: log, opts: opts, now: store.Now,
+		// No redirect is followed: a 3xx is a failed attempt, never a
+		// re-sent POST nor a bodiless GET recorded as a success.
+		client: opts.Egress.Client(egress.Options{Field: "webhook_url", Timeout: opts.Timeout}),
+		share:  &fairShare{max: min(opts.PerUser, opts.Workers), running: map[string]int{}}}
+	q.AddQueue(Queue, opts.Workers)
 	queue.AddWorker(q, &deliveryWorker{svc: svc})
 	return svc
 }
 
-// ValidateURL accepts an absolute http or https URL with a host.
-func ValidateURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fmt.Errorf("not a URL: %w", err)
-	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errors.New("must be an absolute http or https URL")
-	}
-	return nil
+// CheckURL is the create-time check of a webhook URL given as field: an
+// absolute http(s) URL, not on a literal private address (400 naming the
+// field).
+func (s *Service) CheckURL(field, raw string) error {
+	return s.opts.Egress.CheckURL(field, raw)
 }
 
 // NewSecret makes a secret: whsec_ and 32 random bytes in base64.
@@ -169,7 +205,8 @@ func (s *Service) Secret(ctx context.Context, c *auth.Caller, appID string) (str
 }
 
 // RotateSecret replaces the app's webhook secret and returns the new one.
-// Deliveries signed from now on use it, retries of earlier ones included.
+// Deliveries signed from now on use it, retries of earlier ones included,
+// and for RotationOverlap the replaced secret signs them too.
 func (s *Service) RotateSecret(ctx context.Context, c *auth.Caller, appID string) (string, error) {
 	if err := s.ownApp(ctx, c, appID, "rotate_webhook_secret"); err != nil {
 		return "", err
@@ -179,7 +216,7 @@ func (s *Service) RotateSecret(ctx context.Context, c *auth.Caller, appID string
 	if err != nil {
 		return "", err
 	}
-	if err := s.store.AppWebhookSecretSet(ctx, appID, enc); err != nil {
+	if err := s.store.AppWebhookSecretRotate(ctx, appID, enc, s.now()); err != nil {
 		return "", err
 	}
 	return plain, nil
@@ -205,14 +242,43 @@ func (s *Service) secret(ctx context.Context, appID string) (string, error) {
 	return s.box.Open(enc)
 }
 
+// signingSecrets are the secrets a delivery is signed with at now: the
+// app's current one, and the previous one during RotationOverlap.
+func (s *Service) signingSecrets(ctx context.Context, appID string, now time.Time) ([]string, error) {
+	w, err := s.store.AppWebhookSecrets(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	var cur string
+	if w.Current == "" {
+		cur, err = s.secret(ctx, appID) // made on first use
+	} else {
+		cur, err = s.box.Open(w.Current)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []string{cur}
+	if w.Previous != "" && w.RotatedAt != nil && now.Sub(*w.RotatedAt) < RotationOverlap {
+		prev, err := s.box.Open(w.Previous)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, prev)
+	}
+	return out, nil
+}
+
 // DeliveryArgs is the webhook_delivery job: one event for one URL.
 type DeliveryArgs struct {
-	WebhookID    string          `json:"webhook_id"`
-	ActivationID string          `json:"activation_id"`
-	AppID        string          `json:"app_id"`
-	URL          string          `json:"url"`
-	EventType    string          `json:"event_type"`
-	Payload      json.RawMessage `json:"payload"`
+	WebhookID    string `json:"webhook_id"`
+	ActivationID string `json:"activation_id"`
+	AppID        string `json:"app_id"`
+	// UserID owns the activation: the unit of the workers' fair share.
+	UserID    string          `json:"user_id,omitempty"`
+	URL       string          `json:"url"`
+	EventType string          `json:"event_type"`
+	Payload   json.RawMessage `json:"payload"`
 }
 
 // Kind is the job's name in the queue.
@@ -221,32 +287,33 @@ func (DeliveryArgs) Kind() string { return "webhook_delivery" }
 // EnqueueTx schedules the delivery of ev to url, signed with the app's
 // secret, in the caller's transaction: it is sent only if that commits.
 //
-// A delivery that cannot be made (a URL that is not http(s), an activation
-// without an app to sign with) is recorded as a failed attempt rather than
-// returned as an error: it must not undo the activation's result.
+// A delivery that cannot be made (a URL that is not http(s) or names a
+// private address, an activation without an app to sign with) is recorded
+// as given up rather than returned as an error: it must not undo the
+// activation's result.
 func (s *Service) EnqueueTx(ctx context.Context, tx *store.Store, appID, url string, ev events.Event) error {
 	if tx == nil {
 		tx = s.store
 	}
 	args := DeliveryArgs{WebhookID: "msg_" + uuid.Must(uuid.NewV7()).String(), ActivationID: ev.ActivationID,
-		AppID: appID, URL: url, EventType: ev.Type}
+		AppID: appID, UserID: ev.UserID, URL: url, EventType: ev.Type}
 	refuse := ""
-	if err := ValidateURL(url); err != nil {
-		refuse = "invalid webhook URL: " + err.Error()
+	if err := s.CheckURL("webhook_url", url); err != nil {
+		refuse = "not sent: " + strings.TrimPrefix(publicDetail(err), "Invalid value for field ")
 	} else if appID == "" {
 		refuse = "not sent: webhooks are signed with an app's secret and this activation has no app"
 	}
 	if refuse != "" {
 		return tx.WebhookDeliveryCreate(ctx, &store.WebhookDelivery{ID: uuid.Must(uuid.NewV7()).String(),
-			ActivationID: ev.ActivationID, AppID: appID, WebhookID: args.WebhookID, EventType: ev.Type, URL: url,
-			Attempt: 1, Error: refuse, CreatedAt: s.now()})
+			ActivationID: ev.ActivationID, AppID: appID, WebhookID: args.WebhookID, EventType: ev.Type, URL: egress.Redact(url),
+			Attempt: 1, Error: refuse, State: store.DeliveryGaveUp, CreatedAt: s.now()})
 	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
 	args.Payload = payload
-	opts := &river.InsertOpts{MaxAttempts: len(s.opts.RetryDelays) + 1}
+	opts := &river.InsertOpts{Queue: Queue, MaxAttempts: len(s.opts.RetryDelays) + 1}
 	if tx.Tx() == nil {
 		_, err = s.queue.Client().Insert(ctx, args, opts)
 	} else {
@@ -284,65 +351,154 @@ type deliveryWorker struct {
 
 // NextRetry spaces the attempts by the configured delays.
 func (w *deliveryWorker) NextRetry(job *river.Job[DeliveryArgs]) time.Time {
-	delays := w.svc.opts.RetryDelays
-	i := min(max(job.Attempt-1, 0), len(delays)-1)
-	return time.Now().Add(delays[i])
+	return time.Now().Add(w.svc.retryDelay(job.Attempt))
 }
 
-// Work makes one attempt and records it; an error makes River retry.
+// retryDelay is the wait after the attempt-th attempt failed.
+func (s *Service) retryDelay(attempt int) time.Duration {
+	delays := s.opts.RetryDelays
+	return delays[min(max(attempt-1, 0), len(delays)-1)]
+}
+
+// Timeout bounds the job a little above one attempt, which the client's
+// own timeout bounds, so that the attempt is always recorded.
+func (w *deliveryWorker) Timeout(*river.Job[DeliveryArgs]) time.Duration {
+	return w.svc.opts.Timeout + 10*time.Second
+}
+
+// Work makes one attempt and records it; an error makes River retry. A
+// user whose deliveries already hold their share of the workers waits
+// (a snooze, which River does not count as an attempt) and leaves the
+// worker to others.
 func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) error {
-	return w.svc.deliver(ctx, job.Args, job.Attempt)
+	owner := cmp.Or(job.Args.UserID, job.Args.AppID)
+	if !w.svc.share.acquire(owner) {
+		return river.JobSnooze(snoozeFor(job.JobRow))
+	}
+	defer w.svc.share.release(owner)
+	return w.svc.deliver(ctx, job.Args, job.Attempt, job.Attempt >= job.MaxAttempts)
+}
+
+// fairShare counts each user's deliveries running in this process.
+type fairShare struct {
+	max     int
+	mu      sync.Mutex
+	running map[string]int
+}
+
+func (f *fairShare) acquire(owner string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running[owner] >= f.max {
+		return false
+	}
+	f.running[owner]++
+	return true
+}
+
+func (f *fairShare) release(owner string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.running[owner]--; f.running[owner] <= 0 {
+		delete(f.running, owner)
+	}
+}
+
+// snoozeFor is how long a delivery waits for its user's turn: a second,
+// doubling with each wait up to half a minute, jittered, so that a user
+// with thousands of deliveries queued costs a bounded number of database
+// writes while they wait.
+func snoozeFor(job *rivertype.JobRow) time.Duration {
+	var meta struct {
+		Snoozes int `json:"snoozes"`
+	}
+	_ = json.Unmarshal(job.Metadata, &meta)
+	d := min(time.Second<<min(meta.Snoozes, 5), 30*time.Second)
+	return d - mrand.N(d/4)
 }
 
 const maxResponseRead = 64 << 10
 
-func (s *Service) deliver(ctx context.Context, a DeliveryArgs, attempt int) error {
-	secret, err := s.secret(ctx, a.AppID)
+func (s *Service) deliver(ctx context.Context, a DeliveryArgs, attempt int, last bool) error {
+	ts := s.now()
+	secrets, err := s.signingSecrets(ctx, a.AppID, ts)
 	if errors.Is(err, store.ErrNotFound) {
 		return river.JobCancel(fmt.Errorf("webhook: app %s is gone", a.AppID))
 	}
 	if err != nil {
 		return err
 	}
-	ts := s.now()
-	sig, err := Sign(secret, a.WebhookID, ts, a.Payload)
-	if err != nil {
-		return river.JobCancel(err)
+	sigs := make([]string, len(secrets))
+	for i, sec := range secrets {
+		if sigs[i], err = Sign(sec, a.WebhookID, ts, a.Payload); err != nil {
+			return river.JobCancel(err)
+		}
 	}
+	target := egress.Redact(a.URL)
 	rec := &store.WebhookDelivery{ID: uuid.Must(uuid.NewV7()).String(), ActivationID: a.ActivationID, AppID: a.AppID,
-		WebhookID: a.WebhookID, EventType: a.EventType, URL: a.URL, Attempt: attempt, CreatedAt: ts}
+		WebhookID: a.WebhookID, EventType: a.EventType, URL: target, Attempt: attempt, CreatedAt: ts}
 
-	actx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(actx, http.MethodPost, a.URL, bytes.NewReader(a.Payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.URL, bytes.NewReader(a.Payload))
 	if err != nil {
-		return river.JobCancel(err)
+		return river.JobCancel(fmt.Errorf("webhook %s to %s: unusable URL", a.WebhookID, target))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "AgentPlatform-Webhooks/1")
 	req.Header.Set(HeaderID, a.WebhookID)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
-	req.Header.Set(HeaderSignature, sig)
+	req.Header.Set(HeaderSignature, strings.Join(sigs, " "))
 	start := time.Now()
-	res, sendErr := s.opts.Client.Do(req)
-	if sendErr == nil {
+	res, sendErr := s.client.Do(req)
+	var refused *egress.Refused
+	switch {
+	case sendErr == nil:
 		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxResponseRead))
 		res.Body.Close()
 		rec.StatusCode = res.StatusCode
-		if res.StatusCode < 200 || res.StatusCode > 299 {
-			sendErr = fmt.Errorf("receiver answered %d", res.StatusCode)
+		switch {
+		case res.StatusCode >= 300 && res.StatusCode <= 399:
+			rec.Error = fmt.Sprintf("receiver answered %d: redirects are not followed", res.StatusCode)
+		case res.StatusCode < 200 || res.StatusCode > 299:
+			rec.Error = fmt.Sprintf("receiver answered %d", res.StatusCode)
 		}
+	case errors.As(sendErr, &refused):
+		rec.Error, last = refused.Error(), true // the same address would be refused again
+	case egress.Describe(sendErr) == "timed out":
+		rec.Error = fmt.Sprintf("no answer within %s", s.opts.Timeout)
+	default:
+		rec.Error = egress.Describe(sendErr)
 	}
 	rec.DurationMS = int(time.Since(start).Milliseconds())
-	if sendErr != nil {
-		rec.Error = sendErr.Error()
+	switch {
+	case rec.Error == "":
+		rec.State = store.DeliveryDelivered
+	case last:
+		rec.State = store.DeliveryGaveUp
+	default:
+		rec.State = store.DeliveryRetrying
+		next := s.now().Add(s.retryDelay(attempt))
+		rec.NextAttempt = &next
 	}
 	// Recorded even when the job is cancelled midway: the attempt happened.
 	if err := s.store.WebhookDeliveryCreate(context.WithoutCancel(ctx), rec); err != nil {
 		s.log.WarnContext(ctx, "webhook: record delivery", "activation_id", a.ActivationID, "err", err)
 	}
-	if sendErr != nil {
-		return fmt.Errorf("webhook %s to %s, attempt %d: %w", a.WebhookID, a.URL, attempt, sendErr)
+	if rec.Error == "" {
+		return nil
 	}
-	return nil
+	// The URL without its query or userinfo, and the short reason, not the
+	// raw error: River logs this and keeps it with the job.
+	err = fmt.Errorf("webhook %s to %s, attempt %d: %s", a.WebhookID, target, attempt, rec.Error)
+	if refused != nil {
+		return river.JobCancel(err)
+	}
+	return err
+}
+
+// publicDetail is the detail text of an apperr, or the error's text.
+func publicDetail(err error) string {
+	if e, ok := apperr.As(err); ok {
+		return e.Detail
+	}
+	return err.Error()
 }

@@ -9,8 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +22,8 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/egress"
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/secret"
@@ -32,6 +34,7 @@ import (
 
 type bundle struct {
 	s       *store.Store
+	box     *secret.Box
 	svc     *webhook.Service
 	q       *queue.Queue
 	owner   *auth.Caller
@@ -41,6 +44,12 @@ type bundle struct {
 }
 
 func setup(t *testing.T, d store.Dialect) *bundle {
+	return setupWith(t, d, webhook.Options{}, testdb.Logger())
+}
+
+// setupWith is setup with delivery options (retries every 10 ms unless
+// given; the receivers' address allowed) and a logger.
+func setupWith(t *testing.T, d store.Dialect, opts webhook.Options, log *slog.Logger) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	s := testdb.Open(t, d)
@@ -48,12 +57,16 @@ func setup(t *testing.T, d store.Dialect) *bundle {
 	require.NoError(t, err)
 	a, err := auth.New(s, testdb.Logger(), auth.Options{Password: auth.PasswordParams{Memory: 64, Time: 1, Threads: 1}})
 	require.NoError(t, err)
-	q := queue.New(s, testdb.Logger(), queue.Options{RunWorkers: true, Workers: 2, FetchPollInterval: 100 * time.Millisecond})
-	svc := webhook.New(s, box, a, q, testdb.Logger(), webhook.Options{RetryDelays: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}})
+	q := queue.New(s, log, queue.Options{RunWorkers: true, Workers: 2, FetchPollInterval: 100 * time.Millisecond})
+	if opts.RetryDelays == nil {
+		opts.RetryDelays = []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}
+	}
+	opts.Egress = egress.New(egresstest.AllowPrefixes())
+	svc := webhook.New(s, box, a, q, log, opts)
 	require.NoError(t, q.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, q.Stop(context.Background())) })
 
-	b := &bundle{s: s, svc: svc, q: q}
+	b := &bundle{s: s, box: box, svc: svc, q: q}
 	now := store.Now()
 	mkUser := func() *auth.Caller {
 		u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
@@ -129,8 +142,7 @@ func TestDeliveryRetriesAndRecords(t *testing.T) {
 		ctx := context.Background()
 		b := setup(t, d)
 		rcv := &receiver{fail: 1, ok: make(chan received, 4)}
-		hs := httptest.NewServer(rcv)
-		t.Cleanup(hs.Close)
+		hs := egresstest.NewServer(t, rcv)
 		actID := b.activation(t)
 		ev := events.Event{Type: events.ActivationCompleted, UserID: b.owner.UserID, ActivationID: actID, AgentID: b.agentID,
 			Status: "completed", Context: map[string]any{"app_id": b.appID}, OutputData: json.RawMessage(`{"response":"done"}`),
@@ -186,10 +198,14 @@ func TestDeliveryRetriesAndRecords(t *testing.T) {
 		}
 		require.Equal(t, 1, list[0].Attempt)
 		require.Equal(t, 500, list[0].StatusCode)
-		require.Contains(t, list[0].Error, "500")
+		require.Equal(t, "receiver answered 500", list[0].Error)
+		require.Equal(t, store.DeliveryRetrying, list[0].State)
+		require.NotNil(t, list[0].NextAttempt)
 		require.Equal(t, 2, list[1].Attempt)
 		require.Equal(t, 204, list[1].StatusCode)
 		require.Empty(t, list[1].Error)
+		require.Equal(t, store.DeliveryDelivered, list[1].State)
+		require.Nil(t, list[1].NextAttempt)
 		for _, dl := range list {
 			require.Equal(t, hs.URL+"/hook", dl.URL)
 			require.Equal(t, events.ActivationCompleted, dl.EventType)
@@ -213,9 +229,11 @@ func TestDeliveryRetriesAndRecords(t *testing.T) {
 		list, total, err := b.svc.Deliveries(ctx, b.owner, actID, 50, 0)
 		require.NoError(t, err)
 		require.Equal(t, 4, total)
-		require.Contains(t, list[2].Error, "invalid webhook URL")
+		require.Equal(t, "not sent: webhook_url: must be an absolute http or https URL", list[2].Error)
 		require.Contains(t, list[3].Error, "no app")
 		require.Zero(t, list[3].StatusCode)
+		require.Equal(t, store.DeliveryGaveUp, list[2].State)
+		require.Equal(t, store.DeliveryGaveUp, list[3].State)
 	})
 }
 
@@ -264,13 +282,20 @@ func TestSecrets(t *testing.T) {
 	})
 }
 
-func TestValidateURL(t *testing.T) {
+func TestCheckURL(t *testing.T) {
 	t.Parallel()
+	b := setup(t, store.SQLite)
 	for raw, ok := range map[string]bool{
-		"https://example.com/hook": true, "http://127.0.0.1:8080/x": true,
+		"https://example.com/hook": true, "http://127.0.0.2:8080/x": true, "http://127.0.0.1:8080/x": false, "http://localhost/x": false,
 		"ftp://example.com": false, "javascript:alert(1)": false, "/relative": false, "https://": false, "": false, "http://[::1": false,
 	} {
-		require.Equal(t, ok, webhook.ValidateURL(raw) == nil, raw)
+		err := b.svc.CheckURL("metadata.webhook_url", raw)
+		require.Equal(t, ok, err == nil, raw)
+		if err != nil {
+			e, isApp := apperr.As(err)
+			require.True(t, isApp)
+			require.Equal(t, "metadata.webhook_url", e.Field)
+		}
 	}
 }
 

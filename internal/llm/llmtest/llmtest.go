@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/llm"
 )
 
@@ -84,7 +85,10 @@ func start(t testing.TB, f flavor) *Server {
 	s := &Server{flavor: f, arrived: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST "+f.path(), s.handle)
-	s.srv = httptest.NewServer(mux)
+	// On the tests' outside-world address, which the platform reaches
+	// through its egress guard only with AP_EGRESS_ALLOW=127.0.0.2/32.
+	s.srv = egresstest.NewUnstartedServer(t, mux)
+	s.srv.Start()
 	t.Cleanup(func() {
 		// A test that blocked calls and never released them must not hang
 		// Close, which waits for every handler.
