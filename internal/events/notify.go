@@ -32,6 +32,8 @@ type wire struct {
 	// payloads sent in one transaction once, and the pieces of a long
 	// token fragment can be identical.
 	Num uint64 `json:"k"`
+	// Tok is a note about a token log (tokens.go) instead of an event.
+	Tok *tokenNote `json:"t,omitempty"`
 }
 
 // notify tells the other nodes about ev (PostgreSQL only), soon: the
@@ -145,6 +147,12 @@ func (b *Bus) onNotify(ctx context.Context, payload string) {
 	var w wire
 	if err := json.Unmarshal([]byte(payload), &w); err != nil {
 		b.log.WarnContext(ctx, "events: bad notification", "err", err)
+		return
+	}
+	if w.Tok != nil {
+		if w.Node != b.node {
+			b.onTokenNote(w.User, w.Tok)
+		}
 		return
 	}
 	if w.Node == b.node || !b.hasSubscribers(w.User) {
