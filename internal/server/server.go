@@ -254,6 +254,9 @@ func (s *Server) Run(ctx context.Context) error {
 			ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
 			BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		}
+		// SSE streams are requests Shutdown would wait for: end them, their
+		// clients reconnect with Last-Event-ID.
+		s.http.RegisterOnShutdown(s.API.CloseStreams)
 		go func() {
 			var err error
 			if s.Config.TLSCert != "" {
