@@ -17,6 +17,9 @@ import (
 // honoured in part; one that is not whole seconds is a 400 naming the
 // header.
 func preferWait(header string) (wait time.Duration, applied string, err error) {
+	if header == "" {
+		return 0, "", nil
+	}
 	for _, pref := range strings.Split(header, ",") {
 		nameValue, _, _ := strings.Cut(pref, ";")
 		name, value, hasValue := strings.Cut(nameValue, "=")

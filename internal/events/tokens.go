@@ -124,25 +124,20 @@ func (b *Bus) sendTokens(userID string, n tokenNote) {
 	}
 }
 
-// splitFragment cuts text into pieces that fit one notification, at rune
-// boundaries.
-func splitFragment(text string) []string {
+// firstPiece is the head of text that fits one notification, cut at a
+// rune boundary.
+func firstPiece(text string) string {
 	if len(text) <= maxInlineDelta {
-		return []string{text}
+		return text
 	}
-	var out []string
-	for len(text) > maxInlineDelta {
-		cut := maxInlineDelta
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		if cut == 0 {
-			cut = maxInlineDelta
-		}
-		out = append(out, text[:cut])
-		text = text[cut:]
+	cut := maxInlineDelta
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
 	}
-	return append(out, text)
+	if cut == 0 {
+		cut = maxInlineDelta
+	}
+	return text[:cut]
 }
 
 // appendToken is the writer's side of PublishDelta.
@@ -156,21 +151,22 @@ func (b *Bus) appendToken(userID, activationID, text string) {
 		l = t.startRun(b, userID, activationID, l)
 	}
 	from := len(l.frags) + 1
-	var added []string
-	for _, piece := range splitFragment(text) {
+	for len(text) > 0 {
+		piece := firstPiece(text)
 		if l.size+len(piece) > maxLogBytes {
 			break // the answer is over the cap and fails; the record says so
 		}
 		l.frags = append(l.frags, piece)
 		l.size += len(piece)
-		added = append(added, piece)
+		text = text[len(piece):]
 	}
-	if len(added) == 0 {
+	if len(l.frags) < from {
 		return
 	}
 	l.wake()
 	if l.watched {
-		b.sendTokens(userID, tokenNote{Activation: activationID, Run: l.run, From: from, Frags: added})
+		added := l.frags[from-1:]
+		b.sendTokens(userID, tokenNote{Activation: activationID, Run: l.run, From: from, Frags: added[:len(added):len(added)]})
 	}
 }
 

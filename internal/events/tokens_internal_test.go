@@ -134,3 +134,24 @@ func TestTokenGapIsRepaired(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, r.After(0).Frags)
 	r.Close()
 }
+
+// BenchmarkTokenLogUnread is what the token log adds to an activation
+// nobody streams: a fragment, then the end of the run.
+func BenchmarkTokenLogUnread(b *testing.B) {
+	s := testdb.Open(b, store.SQLite)
+	bus := New(s, testdb.Logger())
+	b.Cleanup(bus.Stop)
+	ctx := context.Background()
+	user := uuid.NewString()
+	ids := make([]string, 4096)
+	for i := range ids {
+		ids[i] = uuid.NewString()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		id := ids[i%len(ids)]
+		bus.PublishDelta(ctx, user, id, "a reply of some words")
+		bus.EndTokens(user, id)
+	}
+}
