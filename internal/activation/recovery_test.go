@@ -47,6 +47,10 @@ type noEvents struct{}
 func (noEvents) Append(context.Context, *store.Store, ...*events.Event) error { return nil }
 func (noEvents) Publish(context.Context, ...events.Event)                     {}
 func (noEvents) PublishDelta(context.Context, string, string, string)         {}
+func (noEvents) EndTokens(string, string)                                     {}
+func (noEvents) Subscribe(string, events.Filter, int) *events.Subscription {
+	return nil
+}
 
 type bundle struct {
 	store  *store.Store

@@ -48,6 +48,10 @@ type EventBus interface {
 	Append(ctx context.Context, tx *store.Store, evs ...*events.Event) error
 	Publish(ctx context.Context, evs ...events.Event)
 	PublishDelta(ctx context.Context, userID, activationID, text string)
+	// EndTokens says the run's fragments are all published: streams of
+	// the activation stop waiting for more.
+	EndTokens(userID, activationID string)
+	Subscribe(userID string, f events.Filter, buffer int) *events.Subscription
 }
 
 // Webhooks queues the delivery of an ended activation's event in the

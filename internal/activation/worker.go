@@ -107,6 +107,7 @@ func (s *Service) runClaimed(ctx context.Context, a *store.Activation, agent *st
 		execCtx, stopTimer := context.WithTimeoutCause(runCtx, timeout, errTimedOut)
 		stopWatch := s.watchCancel(execCtx, a.ID, cancel)
 		output, runErr = s.execute(execCtx, a, agent)
+		s.Events.EndTokens(a.UserID, a.ID)
 		cause = context.Cause(execCtx)
 		stopWatch()
 		stopTimer()

@@ -66,9 +66,51 @@ type IdempotencyHeader struct {
 // key is the optional Idempotency-Key, trimmed.
 func (h IdempotencyHeader) key() string { return strings.TrimSpace(h.IdempotencyKey) }
 
+// PreferHeader is create-and-wait's request header (RFC 7240).
+type PreferHeader struct {
+	Prefer string `header:"Prefer" doc:"wait=N (whole seconds, at most 60; more is taken as 60): answer once the activation has ended, or after N s with its state then. Other preferences are ignored."`
+}
+
+// CreatedHeaders are the answer headers of every activate call.
+type CreatedHeaders struct {
+	Replayed          string `header:"Idempotent-Replayed" doc:"true when an Idempotency-Key replay answers with the first activation"`
+	Location          string `header:"Location" doc:"The activation's URL"`
+	PreferenceApplied string `header:"Preference-Applied" doc:"wait=N when the answer waited (Prefer: wait=N)"`
+}
+
+// activate creates the activation of an activate call and applies its
+// Prefer: wait (or leaves it to createAndStream, for Accept:
+// text/event-stream).
+func (a *API) activate(ctx context.Context, p PreferHeader, r activation.Request) (*store.Activation, CreatedHeaders, error) {
+	var h CreatedHeaders
+	// Read before anything is created: a bad header creates nothing.
+	wait, applied, err := preferWait(p.Prefer)
+	if err != nil {
+		return nil, h, err
+	}
+	act, replayed, err := a.Activations.Create(ctx, mustCaller(ctx), r)
+	if err != nil {
+		return nil, h, err
+	}
+	h.Location = activationPath + act.ID
+	if replayed {
+		h.Replayed = "true"
+	}
+	if streaming(ctx, act) || applied == "" {
+		return act, h, nil
+	}
+	h.PreferenceApplied = applied
+	act, err = a.Activations.Wait(ctx, act, wait)
+	return act, h, err
+}
+
+// activationPath is the URL of an activation, without its id.
+const activationPath = "/api/v1/activations/"
+
 type activateSimpleInput struct {
 	AgentID string `path:"agent_id"`
 	IdempotencyHeader
+	PreferHeader
 	Body struct {
 		ActivateBody
 		ContextType string `json:"context_type,omitempty" required:"false"`
@@ -76,8 +118,8 @@ type activateSimpleInput struct {
 }
 
 type activateSimpleOutput struct {
-	Replayed string `header:"Idempotent-Replayed"`
-	Body     struct {
+	CreatedHeaders
+	Body struct {
 		ActivationID string `json:"activation_id"`
 		Status       string `json:"status" enum:"pending,processing,completed,failed"`
 		Message      string `json:"message"`
@@ -96,15 +138,15 @@ func aliasStatus(status string) string {
 }
 
 func (a *API) activateSimple(ctx context.Context, in *activateSimpleInput) (*activateSimpleOutput, error) {
-	act, replayed, err := a.Activations.Create(ctx, mustCaller(ctx), in.Body.request(in.AgentID, in.key()))
+	act, h, err := a.activate(ctx, in.PreferHeader, in.Body.request(in.AgentID, in.key()))
 	if err != nil {
 		return nil, err
 	}
-	out := &activateSimpleOutput{}
+	out := &activateSimpleOutput{CreatedHeaders: h}
 	out.Body.ActivationID, out.Body.Status = act.ID, aliasStatus(act.Status)
-	out.Body.Message = "Activation queued; poll GET /api/v1/activations/" + act.ID + " or listen on /api/v1/ws"
-	if replayed {
-		out.Replayed = "true"
+	out.Body.Message = "Activation queued; poll GET " + activationPath + act.ID + " or listen on /api/v1/ws"
+	if act.Status != store.StatusQueued {
+		out.Body.Message = "Activation " + aliasStatus(act.Status) + "; GET " + activationPath + act.ID + " has the full record"
 	}
 	return out, nil
 }
@@ -129,33 +171,46 @@ type activateInAppInput struct {
 	AppID   string `path:"app_id"`
 	AgentID string `path:"agent_id"`
 	IdempotencyHeader
+	PreferHeader
 	Body struct {
 		ActivateBody
 		Input map[string]any `json:"input,omitempty" required:"false" doc:"Alternate name of input_data"`
 	}
 }
 
-func (a *API) activateInApp(ctx context.Context, in *activateInAppInput) (*activationOutput, error) {
+func (a *API) activateInApp(ctx context.Context, in *activateInAppInput) (*createdOutput, error) {
 	if in.Body.InputData == nil {
 		in.Body.InputData = in.Body.Input
 	}
 	r := in.Body.request(in.AgentID, in.key())
 	r.AppID = in.AppID
-	act, replayed, err := a.Activations.Create(ctx, mustCaller(ctx), r)
-	return fullAnswer(act, replayed, err)
+	return createdAnswer(a.activate(ctx, in.PreferHeader, r))
+}
+
+// createdOutput is the answer of the full activate forms.
+type createdOutput struct {
+	CreatedHeaders
+	Body Activation
+}
+
+func createdAnswer(act *store.Activation, h CreatedHeaders, err error) (*createdOutput, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &createdOutput{CreatedHeaders: h, Body: activationOut(act)}, nil
 }
 
 type createActivationInput struct {
 	IdempotencyHeader
+	PreferHeader
 	Body struct {
 		AgentID string `json:"agent_id"`
 		ActivateBody
 	}
 }
 
-func (a *API) createActivation(ctx context.Context, in *createActivationInput) (*activationOutput, error) {
-	act, replayed, err := a.Activations.Create(ctx, mustCaller(ctx), in.Body.request(in.Body.AgentID, in.key()))
-	return fullAnswer(act, replayed, err)
+func (a *API) createActivation(ctx context.Context, in *createActivationInput) (*createdOutput, error) {
+	return createdAnswer(a.activate(ctx, in.PreferHeader, in.Body.request(in.Body.AgentID, in.key())))
 }
 
 type activationIDInput struct {

@@ -73,11 +73,16 @@ type API struct {
 	cop     *http.CrossOriginProtection
 	rate    *ratelimit.Limiter
 	logins  *ratelimit.Window
+	// streams ends when the server shuts down, and the SSE streams with it
+	// (stream.go).
+	streamsCtx context.Context
+	endStreams context.CancelFunc
 }
 
 // New builds the API with every route of routes.go.
 func New(d Deps) (*API, error) {
 	a := &API{Deps: d, log: d.Log, metrics: d.Metrics, mux: http.NewServeMux(), cop: http.NewCrossOriginProtection()}
+	a.streamsCtx, a.endStreams = context.WithCancel(context.Background())
 	if u, err := url.Parse(d.Config.PublicURL); err == nil && u.Host != "" {
 		// Behind a proxy the Host header may differ from the public origin.
 		if err := a.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
@@ -201,9 +206,15 @@ func rateKey(caller *auth.Caller, ip string) string {
 	return "user:" + caller.UserID
 }
 
-// callerOf authenticates the Authorization header, else the session cookie.
+// callerOf authenticates the Authorization header, else the session cookie
+// (or first ?token= on the operations that take it, see stream.go).
 // No credential at all is (nil, ErrAuthRequired).
 func (a *API) callerOf(ctx context.Context, hctx huma.Context) (*auth.Caller, error) {
+	if hctx.Operation().Metadata[tokenQueryKey] == true {
+		if token := hctx.Query("token"); token != "" {
+			return a.Auth.Authenticate(ctx, token)
+		}
+	}
 	if h := hctx.Header("Authorization"); h != "" {
 		token, ok := auth.BearerToken(h)
 		if !ok {

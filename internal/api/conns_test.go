@@ -136,24 +136,24 @@ func TestSocketEndsAcrossNodes(t *testing.T) {
 	requireCredentialClose(t, c, time.Now())
 }
 
-// sseStream is an open GET …/stream: ended is closed when the server ends it.
-type sseStream struct {
+// heldStream is an open GET …/stream: ended is closed when the server ends it.
+type heldStream struct {
 	ended  chan struct{}
 	mu     sync.Mutex
 	status int
 	data   strings.Builder
 }
 
-// openStream starts streaming activationID and returns once the server
+// openHeldStream starts streaming activationID and returns once the server
 // holds the stream (the headers may come only with the first event).
-func (e *env) openStream(activationID, token, userID string) *sseStream {
+func (e *env) openHeldStream(activationID, token, userID string) *heldStream {
 	e.t.Helper()
 	held := e.srv.Auth.Held(userID)
 	req, err := http.NewRequest("GET", e.url+"/api/v1/activations/"+activationID+"/stream", nil)
 	require.NoError(e.t, err)
 	req.Header.Set("Authorization", "Bearer "+token)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &sseStream{ended: make(chan struct{})}
+	s := &heldStream{ended: make(chan struct{})}
 	e.t.Cleanup(func() { cancel(); <-s.ended })
 	go func() {
 		defer close(s.ended)
@@ -180,7 +180,7 @@ func (e *env) openStream(activationID, token, userID string) *sseStream {
 	return s
 }
 
-func (s *sseStream) requireEnded(t *testing.T, since time.Time) {
+func (s *heldStream) requireEnded(t *testing.T, since time.Time) {
 	t.Helper()
 	select {
 	case <-s.ended:
@@ -208,12 +208,12 @@ func TestStreamEndsWithItsCredential(t *testing.T) {
 			bearer(admin)).expect(t, 201).str("activation_id")
 
 		key, keyID := e.key(admin, map[string]any{"name": "k", "scopes": []string{"read:all"}})
-		s := e.openStream(id, key, adminID)
+		s := e.openHeldStream(id, key, adminID)
 		e.do("DELETE", "/api/v1/user/api-keys/"+itoa(keyID), nil, bearer(admin)).expect(t, 204)
 		s.requireEnded(t, time.Now())
 
 		session := e.login("admin@example.com", "password1")
-		s = e.openStream(id, session, adminID)
+		s = e.openHeldStream(id, session, adminID)
 		e.do("POST", "/api/v1/auth/logout", nil, bearer(session), acceptJSON).expect(t, 204)
 		s.requireEnded(t, time.Now())
 	})
@@ -242,7 +242,7 @@ func TestConnectionsPerUserCapped(t *testing.T) {
 		}
 		socks = append(socks, e.openSocket(token))
 	}
-	e.openStream(id, admin, adminID)
+	e.openHeldStream(id, admin, adminID)
 
 	_, status := e.socket("", authHeader(key))
 	require.Equal(t, http.StatusTooManyRequests, status)

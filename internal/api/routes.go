@@ -66,9 +66,9 @@ func (a *API) routes() {
 	register(a, noContent(op("delete-app-agent", http.MethodDelete, "/api/v1/apps/{app_id}/agents/{agent_id}", "Delete an agent and its activations", "agents")), auth.User, a.deleteAgent)
 
 	// Activations: using an app's agents is open to app:access keys.
-	register(a, created(op("activate-agent", http.MethodPost, "/api/v1/agents/{agent_id}/activate", "Activate an agent (simple form: status pending)", "activations")), auth.AppUse, a.activateSimple)
-	register(a, created(op("activate-app-agent", http.MethodPost, "/api/v1/apps/{app_id}/agents/{agent_id}/activate", "Activate an agent of an app", "activations")), auth.AppUse, a.activateInApp)
-	register(a, created(op("create-activation", http.MethodPost, "/api/v1/activations", "Create an activation", "activations")), auth.AppUse, a.createActivation)
+	register(a, a.streams(created(op("activate-agent", http.MethodPost, "/api/v1/agents/{agent_id}/activate", "Activate an agent (simple form: status pending)", "activations"))), auth.AppUse, a.activateSimple)
+	register(a, a.streams(created(op("activate-app-agent", http.MethodPost, "/api/v1/apps/{app_id}/agents/{agent_id}/activate", "Activate an agent of an app", "activations"))), auth.AppUse, a.activateInApp)
+	register(a, a.streams(created(op("create-activation", http.MethodPost, "/api/v1/activations", "Create an activation", "activations"))), auth.AppUse, a.createActivation)
 	register(a, op("list-activations", http.MethodGet, "/api/v1/activations", "Activation history", "activations"), auth.AppUse, a.listActivations)
 	register(a, op("get-activation", http.MethodGet, "/api/v1/activations/{activation_id}", "One activation", "activations"), auth.AppUse, a.getActivation)
 	a.streamRoute() // SSE: GET /api/v1/activations/{activation_id}/stream, auth.AppUse

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -122,6 +121,8 @@ type Bus struct {
 
 	sigMu    sync.Mutex
 	handlers map[string][]func(userID string) // by topic (signal.go)
+
+	tokens tokenLogs // activations' answers as they stream (tokens.go)
 }
 
 // Retention is how long stored events stay available for replay.
@@ -176,27 +177,12 @@ func (b *Bus) Publish(ctx context.Context, evs ...Event) {
 	}
 }
 
-// PublishDelta announces a fragment of an activation's answer to the
-// subscribers that asked for deltas. It is not stored.
+// PublishDelta announces a fragment of an activation's answer: it joins
+// the activation's token log, which streams read (tokens.go), and goes to
+// the local subscribers that asked for deltas. It is not stored.
 func (b *Bus) PublishDelta(ctx context.Context, userID, activationID, text string) {
-	ev := Event{Type: Token, UserID: userID, ActivationID: activationID, Delta: text, Timestamp: b.now()}
-	b.deliver(ev)
-	if b.store.Dialect() != store.Postgres {
-		return
-	}
-	// A notification carries under 8000 bytes: a long fragment goes out in
-	// pieces, cut at rune boundaries.
-	for len(ev.Delta) > maxInlineDelta {
-		cut := maxInlineDelta
-		for cut > 0 && !utf8.RuneStart(ev.Delta[cut]) {
-			cut--
-		}
-		part := ev
-		part.Delta = ev.Delta[:cut]
-		b.notify(&part)
-		ev.Delta = ev.Delta[cut:]
-	}
-	b.notify(&ev)
+	b.appendToken(userID, activationID, text)
+	b.deliver(Event{Type: Token, UserID: userID, ActivationID: activationID, Delta: text, Timestamp: b.now()})
 }
 
 // Subscribe starts receiving userID's events that match f, with room for

@@ -33,7 +33,9 @@ type wire struct {
 	// token fragment can be identical.
 	Num uint64 `json:"k"`
 	// Topic marks a signal (signal.go) rather than an event.
-	Topic string `json:"t,omitempty"`
+	Topic string `json:"g,omitempty"`
+	// Tok is a note about a token log (tokens.go) instead of an event.
+	Tok *tokenNote `json:"t,omitempty"`
 }
 
 // notify tells the other nodes about ev (PostgreSQL only), soon: the
@@ -154,6 +156,10 @@ func (b *Bus) onNotify(ctx context.Context, payload string) {
 	}
 	if w.Topic != "" {
 		b.signal(w.Topic, w.User)
+		return
+	}
+	if w.Tok != nil {
+		b.onTokenNote(w.User, w.Tok)
 		return
 	}
 	if !b.hasSubscribers(w.User) {

@@ -270,6 +270,9 @@ func (s *Server) Run(ctx context.Context) error {
 			// the API and gets the JSON 431 rather than net/http's text.
 			MaxHeaderBytes: api.ServerMaxHeaderBytes,
 		}
+		// SSE streams are requests Shutdown would wait for: end them, their
+		// clients reconnect with Last-Event-ID.
+		s.http.RegisterOnShutdown(s.API.CloseStreams)
 		go func() {
 			var err error
 			if s.Config.TLSCert != "" {

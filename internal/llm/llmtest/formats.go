@@ -67,7 +67,7 @@ func (openAI) writeJSON(w http.ResponseWriter, rec Recorded, reply string) {
 	})
 }
 
-func (openAI) writeStream(w http.ResponseWriter, rec Recorded, chunks []string) {
+func (openAI) writeStream(w http.ResponseWriter, rec Recorded, chunks []string, pause func(int)) {
 	created := time.Now().Unix()
 	chunk := func(delta map[string]any, finish any) map[string]any {
 		return map[string]any{"id": "chatcmpl-llmtest", "object": "chat.completion.chunk", "created": created,
@@ -75,7 +75,8 @@ func (openAI) writeStream(w http.ResponseWriter, rec Recorded, chunks []string) 
 	}
 	sse(w, "", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
 	reply := ""
-	for _, c := range chunks {
+	for i, c := range chunks {
+		pause(i)
 		reply += c
 		sse(w, "", chunk(map[string]any{"content": c}, nil))
 	}
@@ -136,7 +137,7 @@ func (anthropic) writeJSON(w http.ResponseWriter, rec Recorded, reply string) {
 	})
 }
 
-func (anthropic) writeStream(w http.ResponseWriter, rec Recorded, chunks []string) {
+func (anthropic) writeStream(w http.ResponseWriter, rec Recorded, chunks []string, pause func(int)) {
 	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": "msg_llmtest", "type": "message", "role": "assistant", "model": rec.Model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
@@ -145,7 +146,8 @@ func (anthropic) writeStream(w http.ResponseWriter, rec Recorded, chunks []strin
 		"content_block": map[string]any{"type": "text", "text": ""}})
 	sse(w, "ping", map[string]any{"type": "ping"})
 	reply := ""
-	for _, c := range chunks {
+	for i, c := range chunks {
+		pause(i)
 		reply += c
 		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 			"delta": map[string]any{"type": "text_delta", "text": c}})

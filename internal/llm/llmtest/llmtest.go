@@ -40,7 +40,8 @@ type flavor interface {
 	parse(body []byte, h http.Header) (Recorded, error)
 	writeError(w http.ResponseWriter, status int)
 	writeJSON(w http.ResponseWriter, rec Recorded, reply string)
-	writeStream(w http.ResponseWriter, rec Recorded, chunks []string)
+	// writeStream calls pause(i) before it writes chunk i (0-based).
+	writeStream(w http.ResponseWriter, rec Recorded, chunks []string, pause func(i int))
 }
 
 // Server is a running fake provider. Its methods are safe for concurrent use.
@@ -61,6 +62,7 @@ type Server struct {
 	failN    int
 	failCode int
 	gate     chan struct{} // non-nil while Block holds calls
+	hold     *hold         // set by HoldAfter for the next streamed answer
 	arrived  chan struct{} // closed and replaced on every call, for WaitCalls
 }
 
@@ -181,10 +183,46 @@ func (s *Server) Block() (release func()) {
 	}
 }
 
+// HoldAfter makes the next streamed answer send its first n fragments and
+// then wait until release is called or its client cancels: a run held open
+// half-way, for tests of live token streams. reached is closed once the n
+// fragments are written and flushed. release is idempotent.
+func (s *Server) HoldAfter(n int) (reached <-chan struct{}, release func()) {
+	h := &hold{after: n, reached: make(chan struct{}), gate: make(chan struct{})}
+	s.mu.Lock()
+	s.hold = h
+	s.mu.Unlock()
+	return h.reached, h.release
+}
+
+// hold is one HoldAfter.
+type hold struct {
+	after   int
+	reached chan struct{}
+	gate    chan struct{}
+	once    sync.Once
+}
+
+func (h *hold) release() { h.once.Do(func() { close(h.gate) }) }
+
+// pause is the writeStream callback: it blocks before fragment h.after.
+func (h *hold) pause(r *http.Request) func(int) {
+	return func(i int) {
+		if h == nil || i != h.after {
+			return
+		}
+		close(h.reached)
+		select {
+		case <-h.gate:
+		case <-r.Context().Done():
+		}
+	}
+}
+
 func (s *Server) releaseAll() {
 	s.mu.Lock()
-	gate := s.gate
-	s.gate = nil
+	gate, held := s.gate, s.hold
+	s.gate, s.hold = nil, nil
 	s.mu.Unlock()
 	if gate != nil {
 		select {
@@ -192,6 +230,9 @@ func (s *Server) releaseAll() {
 		default:
 			close(gate)
 		}
+	}
+	if held != nil {
+		held.release()
 	}
 }
 
@@ -210,6 +251,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	close(s.arrived)
 	s.arrived = make(chan struct{})
 	reply, delay, gate := s.reply, s.delay, s.gate
+	var held *hold
+	if rec.Stream && err == nil {
+		held, s.hold = s.hold, nil
+	}
 	fail := 0
 	if s.failN > 0 {
 		s.failN--
@@ -247,7 +292,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if rec.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
-		s.flavor.writeStream(w, rec, llm.Fragments(reply))
+		s.flavor.writeStream(w, rec, llm.Fragments(reply), held.pause(r))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -241,3 +241,59 @@ func TestUnreleasedBlockDoesNotHangCleanup(t *testing.T) {
 	}()
 	s.WaitCalls(t, 1)
 }
+
+// TestHoldAfterPausesAStreamHalfWay: the first n fragments arrive, the rest
+// only after release.
+func TestHoldAfterPausesAStreamHalfWay(t *testing.T) {
+	t.Parallel()
+	s := llmtest.NewOpenAI(t)
+	s.SetReply("one two three")
+	reached, release := s.HoldAfter(1)
+	defer release()
+
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, s.URL+"/chat/completions",
+		strings.NewReader(strings.Replace(openAIBody, "%s", "true", 1)))
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	<-reached
+	// The role chunk and the first fragment are flushed; nothing more.
+	r := bufio.NewReader(resp.Body)
+	var contents []string
+	readChunk := func() string {
+		for {
+			line, err := r.ReadString('\n')
+			require.NoError(t, err)
+			if d, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+				return d
+			}
+		}
+	}
+	for len(contents) < 1 {
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(readChunk()), &c))
+		if len(c.Choices) > 0 && c.Choices[0].Delta.Content != "" {
+			contents = append(contents, c.Choices[0].Delta.Content)
+		}
+	}
+	require.Equal(t, []string{"one "}, contents)
+	release()
+	rest, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.Contains(t, string(rest), `"two "`)
+	require.Contains(t, string(rest), `"three"`)
+	require.Contains(t, string(rest), "[DONE]")
+
+	// Only the next streamed answer was held.
+	status, body, err := post(t, t.Context(), s.URL+"/chat/completions", strings.Replace(openAIBody, "%s", "true", 1), nil)
+	require.NoError(t, err)
+	require.Equal(t, 200, status)
+	require.Contains(t, body, "[DONE]")
+}
