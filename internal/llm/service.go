@@ -102,7 +102,7 @@ func NewService(st *store.Store, secrets *secret.Box, a *auth.Service, opts Opti
 	s := &Service{store: st, secrets: secrets, auth: a, now: store.Now, cache: map[string]cached{}}
 	started := store.Now()
 	add := func(id, name, typ, baseURL, apiKey, model string) error {
-		c, err := New(Config{ID: id, Type: typ, BaseURL: baseURL, APIKey: apiKey})
+		c, err := New(Config{ID: id, Name: name, Type: typ, BaseURL: baseURL, APIKey: apiKey})
 		if err != nil {
 			return err
 		}
@@ -213,7 +213,7 @@ func (s *Service) resolveRow(p *store.LLMProvider) (*Resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llm: open the API key of provider %s: %w", p.ID, err)
 	}
-	client, err := New(Config{ID: p.ID, Type: p.ProviderType, BaseURL: p.BaseURL, APIKey: key})
+	client, err := New(Config{ID: p.ID, Name: p.Name, Type: p.ProviderType, BaseURL: p.BaseURL, APIKey: key})
 	if err != nil {
 		return nil, err
 	}
