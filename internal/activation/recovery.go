@@ -138,6 +138,7 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 	}
 	for _, id := range ids {
 		var ev *events.Event
+		var failed *store.Activation
 		err := s.Store.InTx(ctx, func(tx *store.Store) error {
 			a, err := tx.ActivationGet(ctx, id)
 			if err != nil || a.Status != store.StatusRunning || a.WorkerID != workerID {
@@ -153,7 +154,7 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 				if err := s.Events.Append(ctx, tx, &e); err != nil {
 					return err
 				}
-				ev = &e
+				ev, failed = &e, ended
 				return s.webhookTx(ctx, tx, ended, nil, e)
 			}
 			if ok, err := tx.ActivationRequeue(ctx, id); err != nil || !ok {
@@ -169,6 +170,7 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 		}
 		if ev != nil {
 			s.Events.Publish(ctx, *ev)
+			s.Metrics.ActivationEnded(failed.Status, failed.DurationMS)
 		}
 	}
 	return len(ids), nil

@@ -60,10 +60,17 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 	m.requestDuration.WithLabelValues(route, method).Observe(d.Seconds())
 }
 
-// ActivationEnded records an activation's end on this process.
-func (m *Metrics) ActivationEnded(status string, run time.Duration) {
+// ActivationEnded records an activation's end on this process: its final
+// status (a cancelled or timed-out one is failed) and, when it had started,
+// its run time. A nil m records nothing, so callers need no check.
+func (m *Metrics) ActivationEnded(status string, durationMS *int64) {
+	if m == nil {
+		return
+	}
 	m.activations.WithLabelValues(status).Inc()
-	m.activationDuration.Observe(run.Seconds())
+	if durationMS != nil {
+		m.activationDuration.Observe(float64(*durationMS) / 1000)
+	}
 }
 
 // QueueDepth exposes the number of activations by state, read at scrape
