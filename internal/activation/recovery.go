@@ -32,7 +32,9 @@ func (s *Service) RegisterWorker(ctx context.Context) error {
 	now := s.now()
 	s.self = store.Worker{ID: s.opts.WorkerID, Hostname: host, PID: os.Getpid(), Version: version.Version,
 		StartedAt: now, HeartbeatAt: now, Concurrency: s.opts.Concurrency}
-	if err := s.Store.WorkerHeartbeat(ctx, &s.self); err != nil {
+	err := s.Store.WorkerHeartbeat(ctx, &s.self)
+	s.Metrics.WorkerHeartbeat(err)
+	if err != nil {
 		return fmt.Errorf("register worker: %w", err)
 	}
 	return nil
@@ -73,9 +75,11 @@ func (r *Recovery) loop(ctx context.Context) {
 		case <-t.C:
 			r.self.HeartbeatAt = r.svc.now()
 			r.self.Running = r.svc.runningCount()
-			if err := r.svc.Store.WorkerHeartbeat(ctx, &r.self); err != nil {
+			err := r.svc.Store.WorkerHeartbeat(ctx, &r.self)
+			if err != nil {
 				r.svc.Log.Warn("worker heartbeat", "err", err)
 			}
+			r.svc.Metrics.WorkerHeartbeat(err)
 			r.reap(ctx)
 		}
 	}

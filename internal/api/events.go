@@ -57,6 +57,7 @@ func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	defer a.metrics.ConnectionOpened("websocket")()
 	a.Events.ServeWS(w, r, req, a.WebSocket)
 }
 

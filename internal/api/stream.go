@@ -50,6 +50,7 @@ func (a *API) streamActivation(ctx context.Context, in *activationIDInput) (*hum
 	sub := a.Events.Subscribe(c.UserID, events.Filter{ActivationID: in.ActivationID, Deltas: true}, streamBuffer)
 	return &huma.StreamResponse{Body: func(hctx huma.Context) {
 		defer sub.Close()
+		defer a.metrics.ConnectionOpened("sse")()
 		hctx.SetHeader("Content-Type", "text/event-stream")
 		hctx.SetHeader("Cache-Control", "no-cache")
 		_, w := humago.Unwrap(hctx)

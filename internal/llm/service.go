@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -43,6 +44,9 @@ type Options struct {
 	AnthropicAPIKey  string
 	AnthropicBaseURL string // "" for Anthropic itself (tests point it at llmtest)
 	AnthropicModel   string // "" for DefaultAnthropicModel
+
+	// Metrics counts every call, its latency and tokens; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Provider is a provider as its user sees it: a system one or their own.
@@ -92,6 +96,7 @@ type Service struct {
 	auth    *auth.Service
 	systems []system // echo first, then openai and anthropic when configured
 	now     func() time.Time
+	metrics *metrics.Metrics
 
 	mu    sync.RWMutex
 	cache map[string]cached
@@ -99,14 +104,14 @@ type Service struct {
 
 // NewService builds the service and the system providers' clients.
 func NewService(st *store.Store, secrets *secret.Box, a *auth.Service, opts Options) (*Service, error) {
-	s := &Service{store: st, secrets: secrets, auth: a, now: store.Now, cache: map[string]cached{}}
+	s := &Service{store: st, secrets: secrets, auth: a, now: store.Now, cache: map[string]cached{}, metrics: opts.Metrics}
 	started := store.Now()
 	add := func(id, name, typ, baseURL, apiKey, model string) error {
 		c, err := New(Config{ID: id, Name: name, Type: typ, BaseURL: baseURL, APIKey: apiKey})
 		if err != nil {
 			return err
 		}
-		s.systems = append(s.systems, system{client: c, Provider: Provider{
+		s.systems = append(s.systems, system{client: s.observe(c, typ), Provider: Provider{
 			ID: id, Name: name, Type: typ, BaseURL: baseURL, HasAPIKey: apiKey != "", Models: []string{model},
 			DefaultModel: model, IsSystem: true, CreatedAt: started, UpdatedAt: started}})
 		return nil
@@ -221,11 +226,36 @@ func (s *Service) resolveRow(p *store.LLMProvider) (*Resolved, error) {
 	if model == "" && p.ProviderType == TypeEcho {
 		model = "echo" // echo answers whatever the model; give it its name
 	}
-	r := Resolved{Client: client, ProviderID: p.ID, ProviderType: p.ProviderType, DefaultModel: model}
+	r := Resolved{Client: s.observe(client, p.ProviderType), ProviderID: p.ID, ProviderType: p.ProviderType, DefaultModel: model}
 	s.mu.Lock()
 	s.cache[p.ID] = cached{resolved: r, userID: p.UserID, updatedAt: p.UpdatedAt}
 	s.mu.Unlock()
 	return &r, nil
+}
+
+// observe counts the calls of c. The label is the provider type, not the
+// provider: users' providers would make the label set grow without bound.
+func (s *Service) observe(c Client, typ string) Client {
+	if s.metrics == nil {
+		return c
+	}
+	return observed{Client: c, obs: s.metrics.LLM(typ)}
+}
+
+type observed struct {
+	Client
+	obs *metrics.LLMObserver
+}
+
+func (o observed) Complete(ctx context.Context, req Request) (*Response, error) {
+	start := time.Now()
+	res, err := o.Client.Complete(ctx, req)
+	var u Usage
+	if res != nil {
+		u = res.Usage
+	}
+	o.obs.Call(time.Since(start), err, u.PromptTokens, u.CompletionTokens)
+	return res, err
 }
 
 func (s *Service) forget(id string) {

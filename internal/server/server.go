@@ -137,9 +137,9 @@ func (s *Server) build(ctx context.Context) error {
 	s.Queue.AddMaintenance(s.Auth)
 	s.Events = events.New(s.Store, s.Log)
 	s.Events.AddJobs(s.Queue)
-	s.Webhooks = webhook.New(s.Store, s.Secrets, s.Auth, s.Queue, s.Log, webhook.Options{})
+	s.Webhooks = webhook.New(s.Store, s.Secrets, s.Auth, s.Queue, s.Log, webhook.Options{Metrics: s.Metrics})
 	s.LLM, err = llm.NewService(s.Store, s.Secrets, s.Auth, llm.Options{
-		OpenAIAPIKey: s.Config.OpenAIAPIKey, OpenAIBaseURL: s.Config.OpenAIBaseURL, AnthropicAPIKey: s.Config.AnthropicAPIKey})
+		OpenAIAPIKey: s.Config.OpenAIAPIKey, OpenAIBaseURL: s.Config.OpenAIBaseURL, AnthropicAPIKey: s.Config.AnthropicAPIKey, Metrics: s.Metrics})
 	if err != nil {
 		return err
 	}

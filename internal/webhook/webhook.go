@@ -28,6 +28,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -57,6 +58,8 @@ type Options struct {
 	// RetryDelays are the waits before the 2nd, 3rd… attempt; their number
 	// plus one is the number of attempts.
 	RetryDelays []time.Duration
+	// Metrics counts attempts by outcome; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Service manages secrets and deliveries.
@@ -341,6 +344,7 @@ func (s *Service) deliver(ctx context.Context, a DeliveryArgs, attempt int) erro
 	if err := s.store.WebhookDeliveryCreate(context.WithoutCancel(ctx), rec); err != nil {
 		s.log.WarnContext(ctx, "webhook: record delivery", "activation_id", a.ActivationID, "err", err)
 	}
+	s.opts.Metrics.WebhookAttempt(sendErr == nil, attempt > len(s.opts.RetryDelays))
 	if sendErr != nil {
 		return fmt.Errorf("webhook %s to %s, attempt %d: %w", a.WebhookID, a.URL, attempt, sendErr)
 	}
