@@ -83,8 +83,16 @@ func New() *Metrics {
 		Name: "agentplatform_worker_last_heartbeat_timestamp_seconds",
 		Help: "When this worker process last recorded its heartbeat (Unix time); other workers count it dead 30 s later.",
 	})
+	// Series present at 0 before their first event, so that dashboards and
+	// rate() see them from the start.
 	for _, kind := range []string{"websocket", "sse"} {
-		m.connections.WithLabelValues(kind) // present at 0 before the first connection
+		m.connections.WithLabelValues(kind)
+	}
+	for _, outcome := range []string{"delivered", "retrying", "gave_up"} {
+		m.webhooks.WithLabelValues(outcome)
+	}
+	for _, outcome := range []string{"ok", "error"} {
+		m.heartbeats.WithLabelValues(outcome)
 	}
 	m.Registry.MustRegister(m.requests, m.requestDuration, m.activations, m.activationDuration,
 		m.webhooks, m.llmCalls, m.llmDuration, m.llmTokens, m.connections, m.heartbeats, m.lastHeartbeat,
