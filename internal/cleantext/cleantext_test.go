@@ -108,3 +108,16 @@ func FuzzJSON(f *testing.F) {
 		}
 	})
 }
+
+// The cost on every request body and every result: an activation's
+// output_data.
+func BenchmarkCleanJSON(b *testing.B) {
+	doc := []byte(`{"response":"echo: summarise the ticket about the broken login page, caf\u00e9 ☕","model":"echo","provider":"echo",` +
+		`"usage":{"prompt_tokens":9,"completion_tokens":11,"total_tokens":20},"finish_reason":"stop"}`)
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		if !cleantext.CleanJSON(doc) {
+			b.Fatal("clean")
+		}
+	}
+}
