@@ -32,7 +32,9 @@ func (s *Service) RegisterWorker(ctx context.Context) error {
 	now := s.now()
 	s.self = store.Worker{ID: s.opts.WorkerID, Hostname: host, PID: os.Getpid(), Version: version.Version,
 		StartedAt: now, HeartbeatAt: now, Concurrency: s.opts.Concurrency}
-	if err := s.Store.WorkerHeartbeat(ctx, &s.self); err != nil {
+	err := s.Store.WorkerHeartbeat(ctx, &s.self)
+	s.Metrics.WorkerHeartbeat(err)
+	if err != nil {
 		return fmt.Errorf("register worker: %w", err)
 	}
 	return nil
@@ -73,9 +75,11 @@ func (r *Recovery) loop(ctx context.Context) {
 		case <-t.C:
 			r.self.HeartbeatAt = r.svc.now()
 			r.self.Running = r.svc.runningCount()
-			if err := r.svc.Store.WorkerHeartbeat(ctx, &r.self); err != nil {
+			err := r.svc.Store.WorkerHeartbeat(ctx, &r.self)
+			if err != nil {
 				r.svc.Log.Warn("worker heartbeat", "err", err)
 			}
+			r.svc.Metrics.WorkerHeartbeat(err)
 			r.reap(ctx)
 		}
 	}
@@ -138,6 +142,7 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 	}
 	for _, id := range ids {
 		var ev *events.Event
+		var failed *store.Activation
 		err := s.Store.InTx(ctx, func(tx *store.Store) error {
 			a, err := tx.ActivationGet(ctx, id)
 			if err != nil || a.Status != store.StatusRunning || a.WorkerID != workerID {
@@ -153,7 +158,7 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 				if err := s.Events.Append(ctx, tx, &e); err != nil {
 					return err
 				}
-				ev = &e
+				ev, failed = &e, ended
 				return s.webhookTx(ctx, tx, ended, nil, e)
 			}
 			if ok, err := tx.ActivationRequeue(ctx, id); err != nil || !ok {
@@ -169,6 +174,7 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 		}
 		if ev != nil {
 			s.Events.Publish(ctx, *ev)
+			s.Metrics.ActivationEnded(failed.Status, failed.DurationMS)
 		}
 	}
 	return len(ids), nil

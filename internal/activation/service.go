@@ -392,6 +392,7 @@ func (s *Service) Cancel(ctx context.Context, a *store.Activation) (*store.Activ
 		cancel.(context.CancelCauseFunc)(errCancelled)
 	}
 	s.Events.Publish(ctx, ev)
+	s.Metrics.ActivationEnded(out.Status, out.DurationMS)
 	return out, nil
 }
 

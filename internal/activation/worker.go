@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/agentplatform/agentplatform/internal/cleantext"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -164,15 +165,60 @@ func (s *Service) watchCancel(ctx context.Context, id string, cancel context.Can
 }
 
 // finish records the outcome, its event and its webhook in one transaction
-// and publishes the event after commit.
-// agent is the activation's agent when the run loaded it, else nil.
+// and publishes the event after commit. The output is stored as the agent
+// returned it, except for what the databases cannot store (NUL, invalid
+// UTF-8: U+FFFD instead). agent is the activation's agent when the run
+// loaded it, else nil. ctx ends when the process stops.
 func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, output json.RawMessage, runErr error) error {
-	// The result must be saved even when the run's context is gone.
-	ctx = context.WithoutCancel(ctx)
-	o := store.Outcome{Status: store.StatusCompleted, OutputData: output, CompletedAt: s.now()}
+	o := store.Outcome{Status: store.StatusCompleted, OutputData: cleantext.JSON(output), CompletedAt: s.now()}
 	if runErr != nil {
-		o = store.Outcome{Status: store.StatusFailed, Error: errorText(runErr), CompletedAt: s.now()}
+		o = store.Outcome{Status: store.StatusFailed, Error: cleantext.String(errorText(runErr)), CompletedAt: s.now()}
 	}
+	// The result must be saved even when the run's context is gone.
+	err := s.recordEnd(context.WithoutCancel(ctx), a, agent, jobID, o)
+	if err != nil {
+		err = s.retryEnd(ctx, a, agent, jobID, o, err)
+	}
+	return err
+}
+
+// ErrNotStored is the error of an activation whose result the database
+// refused: its cause is in the log, not in the activation.
+const ErrNotStored = "The activation ended but its result could not be stored"
+
+// retryEnd keeps trying to record an end that failed to be: a store error
+// must never leave an activation running. Each round tries the outcome
+// again (the database may be back), then a failure with ErrNotStored (an
+// outcome the database refuses, whatever it holds, fails every time; the
+// short reason always fits). Rounds go on with backoff until one is stored
+// or the process stops; then the worker's end makes the reaper requeue it.
+func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, o store.Outcome, err error) error {
+	save := context.WithoutCancel(ctx)
+	fallback := store.Outcome{Status: store.StatusFailed, Error: ErrNotStored, CompletedAt: o.CompletedAt}
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		s.Log.Error("record the end of an activation", "activation_id", a.ID, "attempt", attempt, "err", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, 10*time.Second)
+		if err = s.recordEnd(save, a, agent, jobID, o); err == nil {
+			return nil
+		}
+		if s.recordEnd(save, a, agent, jobID, fallback) == nil {
+			s.Log.Warn("activation failed: its result could not be stored", "activation_id", a.ID, "err", err)
+			return nil
+		}
+	}
+}
+
+// recordEnd stores outcome o of a in one transaction with its event and
+// webhook, and publishes the event after commit.
+func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, o store.Outcome) error {
 	var ev events.Event
 	var done *store.Activation
 	err := s.Store.InTx(ctx, func(tx *store.Store) error {
@@ -201,13 +247,7 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.
 	}
 	if done != nil {
 		s.Events.Publish(ctx, ev)
-		if s.Metrics != nil {
-			var run time.Duration
-			if done.DurationMS != nil {
-				run = time.Duration(*done.DurationMS) * time.Millisecond
-			}
-			s.Metrics.ActivationEnded(done.Status, run)
-		}
+		s.Metrics.ActivationEnded(done.Status, done.DurationMS)
 	}
 	return nil
 }
@@ -333,7 +373,7 @@ func (s *Service) runLLM(ctx context.Context, a *store.Activation, agent *store.
 		cfg.Model = defaultModel
 	}
 	req := llm.Request{Model: cfg.Model, System: cfg.SystemMessage, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
-		OnDelta: func(text string) { s.Events.PublishDelta(ctx, a.UserID, a.ID, text) }}
+		OnDelta: func(text string) { s.Events.PublishDelta(ctx, a.UserID, a.ID, cleantext.String(text)) }}
 	if a.ChatID != "" {
 		turns, err := s.Store.ActivationChatHistory(ctx, a.UserID, a.AgentID, a.ChatID, a.CreatedAt, historyTurns)
 		if err != nil {

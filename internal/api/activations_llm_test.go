@@ -118,7 +118,7 @@ func TestTransientProviderErrorsAreRetriedThenFail(t *testing.T) {
 	id = e.do("POST", path, map[string]any{"input_data": map[string]any{"prompt": "busy"}}, bearer(token)).expect(t, 201).str("activation_id")
 	done := e.await(token, id)
 	require.Equal(t, "failed", done.str("status"))
-	require.Contains(t, done.str("error"), "openai")
+	require.Contains(t, done.str("error"), "LLM provider OpenAI answered 429", "named by its name")
 	require.Contains(t, done.str("error"), "429")
 	require.Equal(t, 3+4, fake.Calls(), "one call and three retries")
 

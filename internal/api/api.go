@@ -108,7 +108,7 @@ func New(d Deps) (*API, error) {
 	a.huma.UseMiddleware(a.authenticate)
 	a.routes()
 
-	a.handler = a.observe(a.cors(limitHeaders(limitBody(a.csrf(jsonMisses(a.mux))))))
+	a.handler = a.observe(a.cors(limitHeaders(limitBody(a.csrf(a.cleanInput(jsonMisses(a.mux)))))))
 	return a, nil
 }
 

@@ -69,6 +69,7 @@ func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	defer hold.Release()
 	req.Ended = hold.Ended()
+	defer a.metrics.ConnectionOpened("websocket")()
 	a.Events.ServeWS(w, r, req, a.WebSocket)
 }
 

@@ -138,9 +138,10 @@ func (a *API) openStream(ctx context.Context, c *auth.Caller) (_ context.Context
 	if err != nil {
 		return nil, nil, err
 	}
+	closed := a.metrics.ConnectionOpened("sse")
 	ctx, cancel := context.WithCancel(hold.Context())
 	stop := context.AfterFunc(a.streamsCtx, cancel)
-	return ctx, func() { stop(); cancel(); hold.Release() }, nil
+	return ctx, func() { stop(); cancel(); hold.Release(); closed() }, nil
 }
 
 // CloseStreams ends every open SSE stream; the HTTP server calls it when it

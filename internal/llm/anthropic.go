@@ -17,8 +17,9 @@ const anthropicMaxTokens = 4096
 
 // anthropicClient speaks the Messages API.
 type anthropicClient struct {
-	id  string
-	msg anthropic.MessageService
+	id   string
+	name string // in errors
+	msg  anthropic.MessageService
 }
 
 func newAnthropic(cfg Config) *anthropicClient {
@@ -34,7 +35,7 @@ func newAnthropic(cfg Config) *anthropicClient {
 		option.WithHTTPClient(cfg.httpClient()),
 		option.WithMaxRetries(0), // the activation core retries, see newOpenAI
 	)
-	return &anthropicClient{id: cfg.ID, msg: msg}
+	return &anthropicClient{id: cfg.ID, name: cfg.name(), msg: msg}
 }
 
 func (c *anthropicClient) params(req Request) anthropic.MessageNewParams {
@@ -62,25 +63,47 @@ func (c *anthropicClient) params(req Request) anthropic.MessageNewParams {
 func (c *anthropicClient) Complete(ctx context.Context, req Request) (*Response, error) {
 	var msg *anthropic.Message
 	if req.OnDelta != nil {
-		s := c.msg.NewStreaming(ctx, c.params(req))
+		a := &answer{stream: true}
+		s := c.msg.NewStreaming(ctx, c.params(req), option.WithMiddleware(a.middleware))
 		defer s.Close()
 		msg = &anthropic.Message{}
+		started := false // message_start came: the answer is a completion
+		size := 0        // what Accumulate keeps, bounded like the text
 		for s.Next() {
 			ev := s.Current()
+			started = started || ev.Type == "message_start"
+			switch ev.Type {
+			case "content_block_start":
+				size += len(ev.ContentBlock.RawJSON())
+			case "content_block_delta":
+				d := ev.Delta
+				size += len(d.Text) + len(d.PartialJSON) + len(d.Thinking) + len(d.Signature) + len(d.Citation.RawJSON())
+			}
+			if size > MaxResponseBytes {
+				return nil, tooLarge(c.name)
+			}
 			if err := msg.Accumulate(ev); err != nil {
-				return nil, classify(ctx, c.id, err)
+				return nil, a.fail(ctx, c.name, started, err)
 			}
 			if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && ev.Delta.Text != "" {
 				req.OnDelta(ev.Delta.Text)
 			}
 		}
 		if err := s.Err(); err != nil {
-			return nil, classify(ctx, c.id, err)
+			return nil, a.fail(ctx, c.name, started, err)
+		}
+		if !started {
+			return nil, a.notCompletion(c.name)
 		}
 	} else {
+		a := &answer{}
 		var err error
-		if msg, err = c.msg.New(ctx, c.params(req)); err != nil {
-			return nil, classify(ctx, c.id, err)
+		if msg, err = c.msg.New(ctx, c.params(req), option.WithMiddleware(a.middleware)); err != nil {
+			return nil, a.fail(ctx, c.name, false, err)
+		}
+		// JSON that decodes is not yet a completion: any object does.
+		if !msg.JSON.Content.Valid() {
+			return nil, a.notCompletion(c.name)
 		}
 	}
 	var text strings.Builder

@@ -7,12 +7,25 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go"
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/agentplatform/agentplatform/internal/egress"
 )
+
+// providerError reports an error the provider itself sent (an error
+// answer, an error event in a stream): it is classified as such, not as an
+// answer that is not a completion.
+func providerError(err error) bool {
+	var oe *openai.Error
+	var ae *anthropic.Error
+	var se *ssestream.StreamError
+	return errors.As(err, &oe) || errors.As(err, &ae) || errors.As(err, &se) ||
+		strings.Contains(err.Error(), "received error while streaming") // anthropic's plain stream error
+}
 
 // transientStatus reports whether an HTTP answer is worth retrying: rate
 // limits, timeouts and the server's own failures (Anthropic's 529

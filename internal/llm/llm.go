@@ -6,8 +6,18 @@ package llm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
+
+// MaxResponseBytes bounds what is read of one provider answer: a JSON
+// body, one event of a stream, and the text a stream adds up to. A
+// provider (or whatever a user's base_url points at) cannot make the
+// platform hold more than that per call.
+const MaxResponseBytes = 4 << 20
+
+// ErrResponseTooLarge is the cause of an answer over MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("LLM response exceeds 4 MiB")
 
 // Role of a chat message.
 type Role string
@@ -61,8 +71,8 @@ type Client interface {
 // Error is a provider failure. Transient errors (429, 5xx, timeouts,
 // connection failures) are worth retrying with backoff; the others are not.
 type Error struct {
-	Provider  string
-	Status    int // HTTP status, 0 when there was no answer
+	Provider  string // the provider's name (its id when it has none)
+	Status    int    // HTTP status, 0 when there was no answer
 	Message   string
 	Transient bool
 	// Err is the underlying cause (for logs and errors.Is, e.g.
@@ -73,6 +83,9 @@ type Error struct {
 func (e *Error) Unwrap() error { return e.Err }
 
 func (e *Error) Error() string {
+	if errors.Is(e.Err, ErrResponseTooLarge) {
+		return fmt.Sprintf("%v (provider %s)", ErrResponseTooLarge, e.Provider)
+	}
 	if e.Status != 0 {
 		return fmt.Sprintf("LLM provider %s answered %d: %s", e.Provider, e.Status, e.Message)
 	}

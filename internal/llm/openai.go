@@ -16,6 +16,7 @@ const OpenAIBaseURL = "https://api.openai.com/v1"
 // openAIClient speaks the Chat Completions API.
 type openAIClient struct {
 	id   string
+	name string // in errors
 	chat openai.ChatCompletionService
 	// legacyMaxTokens sends max_tokens, which every compatible server
 	// understands; OpenAI itself wants max_completion_tokens (its reasoning
@@ -39,7 +40,7 @@ func newOpenAI(cfg Config) *openAIClient {
 		// backoff; SDK retries would multiply them and hide the count.
 		option.WithMaxRetries(0),
 	)
-	return &openAIClient{id: cfg.ID, chat: chat, legacyMaxTokens: cfg.Type != TypeOpenAI}
+	return &openAIClient{id: cfg.ID, name: cfg.name(), chat: chat, legacyMaxTokens: cfg.Type != TypeOpenAI}
 }
 
 func (c *openAIClient) params(req Request) openai.ChatCompletionNewParams {
@@ -72,28 +73,32 @@ func (c *openAIClient) Complete(ctx context.Context, req Request) (*Response, er
 	if req.OnDelta != nil {
 		return c.stream(ctx, req)
 	}
-	res, err := c.chat.New(ctx, c.params(req))
+	a := &answer{}
+	res, err := c.chat.New(ctx, c.params(req), option.WithMiddleware(a.middleware))
 	if err != nil {
-		return nil, classify(ctx, c.id, err)
+		return nil, a.fail(ctx, c.name, false, err)
 	}
-	out := &Response{Model: res.Model, Provider: c.id, Usage: Usage{
-		PromptTokens: int(res.Usage.PromptTokens), CompletionTokens: int(res.Usage.CompletionTokens),
-		TotalTokens: int(res.Usage.TotalTokens)}}
-	if len(res.Choices) > 0 {
-		out.Text, out.FinishReason = res.Choices[0].Message.Content, res.Choices[0].FinishReason
+	// JSON that decodes is not yet a completion: any object does.
+	if len(res.Choices) == 0 {
+		return nil, a.notCompletion(c.name)
 	}
-	return out, nil
+	return &Response{Model: res.Model, Provider: c.id, Text: res.Choices[0].Message.Content,
+		FinishReason: res.Choices[0].FinishReason, Usage: Usage{PromptTokens: int(res.Usage.PromptTokens),
+			CompletionTokens: int(res.Usage.CompletionTokens), TotalTokens: int(res.Usage.TotalTokens)}}, nil
 }
 
 func (c *openAIClient) stream(ctx context.Context, req Request) (*Response, error) {
 	p := c.params(req)
 	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	s := c.chat.NewStreaming(ctx, p)
+	a := &answer{stream: true}
+	s := c.chat.NewStreaming(ctx, p, option.WithMiddleware(a.middleware))
 	defer s.Close()
 	out := &Response{Model: req.Model, Provider: c.id}
 	var text strings.Builder
+	started := false // a chunk of a completion came: the answer is one
 	for s.Next() {
 		chunk := s.Current()
+		started = started || chunk.JSON.Choices.Valid()
 		if chunk.Model != "" {
 			out.Model = chunk.Model
 		}
@@ -109,16 +114,25 @@ func (c *openAIClient) stream(ctx context.Context, req Request) (*Response, erro
 			out.FinishReason = ch.FinishReason
 		}
 		if ch.Delta.Content != "" {
+			if text.Len()+len(ch.Delta.Content) > MaxResponseBytes {
+				return nil, tooLarge(c.name)
+			}
 			text.WriteString(ch.Delta.Content)
 			req.OnDelta(ch.Delta.Content)
 		}
 	}
 	if err := s.Err(); err != nil {
-		return nil, classify(ctx, c.id, err)
+		return nil, a.fail(ctx, c.name, started, err)
+	}
+	if !started {
+		return nil, a.notCompletion(c.name)
 	}
 	out.Text = text.String()
 	return out, nil
 }
+
+// name is how errors call the provider.
+func (cfg Config) name() string { return cmp(cfg.Name, cfg.ID) }
 
 // httpClient is the client provider calls use: no overall timeout (the
 // caller's context bounds each call, and a long streamed answer is fine).

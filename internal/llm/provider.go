@@ -18,7 +18,10 @@ var Types = []string{TypeOpenAI, TypeAnthropic, TypeOpenAICompatible, TypeEcho}
 
 // Config is what a client is built from.
 type Config struct {
-	ID      string // the provider id: reported in Response.Provider and Error.Provider
+	ID string // the provider id, reported in Response.Provider
+	// Name is the provider's name as its user knows it, shown in errors
+	// (Error.Provider); "" falls back to ID.
+	Name    string
 	Type    string // one of Types
 	BaseURL string // "" for the type's public API
 	APIKey  string

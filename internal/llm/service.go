@@ -15,6 +15,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/egress"
+	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -50,6 +51,8 @@ type Options struct {
 	// system providers' URLs come from the operator and are not guarded.
 	// Nil is a guard that allows no private address.
 	Egress *egress.Guard
+	// Metrics counts every call, its latency and tokens; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Provider is a provider as its user sees it: a system one or their own.
@@ -103,6 +106,7 @@ type Service struct {
 	// userHTTP is the guarded client of every user provider: one
 	// transport, so one connection pool, for all of them.
 	userHTTP *http.Client
+	metrics  *metrics.Metrics
 
 	mu    sync.RWMutex
 	cache map[string]cached
@@ -110,18 +114,18 @@ type Service struct {
 
 // NewService builds the service and the system providers' clients.
 func NewService(st *store.Store, secrets *secret.Box, a *auth.Service, opts Options) (*Service, error) {
-	s := &Service{store: st, secrets: secrets, auth: a, now: store.Now, cache: map[string]cached{}, egress: opts.Egress}
+	s := &Service{store: st, secrets: secrets, auth: a, now: store.Now, cache: map[string]cached{}, egress: opts.Egress, metrics: opts.Metrics}
 	if s.egress == nil {
 		s.egress = egress.New(nil)
 	}
 	s.userHTTP = s.egress.Client(egress.Options{Field: "base_url"})
 	started := store.Now()
 	add := func(id, name, typ, baseURL, apiKey, model string) error {
-		c, err := New(Config{ID: id, Type: typ, BaseURL: baseURL, APIKey: apiKey})
+		c, err := New(Config{ID: id, Name: name, Type: typ, BaseURL: baseURL, APIKey: apiKey})
 		if err != nil {
 			return err
 		}
-		s.systems = append(s.systems, system{client: c, Provider: Provider{
+		s.systems = append(s.systems, system{client: s.observe(c, typ), Provider: Provider{
 			ID: id, Name: name, Type: typ, BaseURL: baseURL, HasAPIKey: apiKey != "", Models: []string{model},
 			DefaultModel: model, IsSystem: true, CreatedAt: started, UpdatedAt: started}})
 		return nil
@@ -228,7 +232,7 @@ func (s *Service) resolveRow(p *store.LLMProvider) (*Resolved, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llm: open the API key of provider %s: %w", p.ID, err)
 	}
-	client, err := New(Config{ID: p.ID, Type: p.ProviderType, BaseURL: p.BaseURL, APIKey: key, HTTPClient: s.userHTTP})
+	client, err := New(Config{ID: p.ID, Name: p.Name, Type: p.ProviderType, BaseURL: p.BaseURL, APIKey: key, HTTPClient: s.userHTTP})
 	if err != nil {
 		return nil, err
 	}
@@ -236,11 +240,36 @@ func (s *Service) resolveRow(p *store.LLMProvider) (*Resolved, error) {
 	if model == "" && p.ProviderType == TypeEcho {
 		model = "echo" // echo answers whatever the model; give it its name
 	}
-	r := Resolved{Client: client, ProviderID: p.ID, ProviderType: p.ProviderType, DefaultModel: model}
+	r := Resolved{Client: s.observe(client, p.ProviderType), ProviderID: p.ID, ProviderType: p.ProviderType, DefaultModel: model}
 	s.mu.Lock()
 	s.cache[p.ID] = cached{resolved: r, userID: p.UserID, updatedAt: p.UpdatedAt}
 	s.mu.Unlock()
 	return &r, nil
+}
+
+// observe counts the calls of c. The label is the provider type, not the
+// provider: users' providers would make the label set grow without bound.
+func (s *Service) observe(c Client, typ string) Client {
+	if s.metrics == nil {
+		return c
+	}
+	return observed{Client: c, obs: s.metrics.LLM(typ)}
+}
+
+type observed struct {
+	Client
+	obs *metrics.LLMObserver
+}
+
+func (o observed) Complete(ctx context.Context, req Request) (*Response, error) {
+	start := time.Now()
+	res, err := o.Client.Complete(ctx, req)
+	var u Usage
+	if res != nil {
+		u = res.Usage
+	}
+	o.obs.Call(time.Since(start), err, u.PromptTokens, u.CompletionTokens)
+	return res, err
 }
 
 func (s *Service) forget(id string) {

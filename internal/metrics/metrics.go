@@ -13,13 +13,22 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics holds the registry and the collectors other packages feed.
+// Metrics holds the registry and the collectors other packages feed. Its
+// methods do nothing on a nil *Metrics, so a caller built without metrics
+// (a test, a tool) needs no check.
 type Metrics struct {
 	Registry           *prometheus.Registry
 	requests           *prometheus.CounterVec
 	requestDuration    *prometheus.HistogramVec
 	activations        *prometheus.CounterVec
 	activationDuration prometheus.Histogram
+	webhooks           *prometheus.CounterVec
+	llmCalls           *prometheus.CounterVec
+	llmDuration        *prometheus.HistogramVec
+	llmTokens          *prometheus.CounterVec
+	connections        *prometheus.GaugeVec
+	heartbeats         *prometheus.CounterVec
+	lastHeartbeat      prometheus.Gauge
 }
 
 // New registers the collectors on a fresh registry.
@@ -45,7 +54,48 @@ func New() *Metrics {
 		Help:    "Run time of activations, from start to end.",
 		Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 	})
+	m.webhooks = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentplatform_webhook_deliveries_total",
+		Help: "Webhook delivery attempts by outcome: delivered (2xx), retrying (failed, another attempt is scheduled), gave_up (failed, the last attempt).",
+	}, []string{"outcome"})
+	m.llmCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentplatform_llm_calls_total",
+		Help: "LLM provider calls (each retry is a call) by provider type and outcome (ok, error).",
+	}, []string{"provider", "outcome"})
+	m.llmDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "agentplatform_llm_call_duration_seconds",
+		Help:    "Latency of LLM provider calls, whole answer read, by provider type.",
+		Buckets: []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+	}, []string{"provider"})
+	m.llmTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentplatform_llm_tokens_total",
+		Help: "Tokens of successful LLM calls as the provider reported them, by provider type and kind (prompt, completion).",
+	}, []string{"provider", "kind"})
+	m.connections = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "agentplatform_open_connections",
+		Help: "Open event connections on this process by kind (websocket, sse).",
+	}, []string{"kind"})
+	m.heartbeats = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentplatform_worker_heartbeats_total",
+		Help: "Heartbeats this worker process wrote (ok) or failed to write (error).",
+	}, []string{"outcome"})
+	m.lastHeartbeat = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "agentplatform_worker_last_heartbeat_timestamp_seconds",
+		Help: "When this worker process last recorded its heartbeat (Unix time); other workers count it dead 30 s later.",
+	})
+	// Series present at 0 before their first event, so that dashboards and
+	// rate() see them from the start.
+	for _, kind := range []string{"websocket", "sse"} {
+		m.connections.WithLabelValues(kind)
+	}
+	for _, outcome := range []string{"delivered", "retrying", "gave_up"} {
+		m.webhooks.WithLabelValues(outcome)
+	}
+	for _, outcome := range []string{"ok", "error"} {
+		m.heartbeats.WithLabelValues(outcome)
+	}
 	m.Registry.MustRegister(m.requests, m.requestDuration, m.activations, m.activationDuration,
+		m.webhooks, m.llmCalls, m.llmDuration, m.llmTokens, m.connections, m.heartbeats, m.lastHeartbeat,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -53,6 +103,9 @@ func New() *Metrics {
 // ObserveRequest records one HTTP request. route is the ServeMux pattern,
 // never the raw path, so the label set stays bounded.
 func (m *Metrics) ObserveRequest(route, method string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
 	if route == "" {
 		route = "unmatched"
 	}
@@ -60,10 +113,94 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 	m.requestDuration.WithLabelValues(route, method).Observe(d.Seconds())
 }
 
-// ActivationEnded records an activation's end on this process.
-func (m *Metrics) ActivationEnded(status string, run time.Duration) {
+// ActivationEnded records an activation's end on this process: its final
+// status (a cancelled or timed-out one is failed) and, when it had started,
+// its run time. A nil m records nothing, so callers need no check.
+func (m *Metrics) ActivationEnded(status string, durationMS *int64) {
+	if m == nil {
+		return
+	}
 	m.activations.WithLabelValues(status).Inc()
-	m.activationDuration.Observe(run.Seconds())
+	if durationMS != nil {
+		m.activationDuration.Observe(float64(*durationMS) / 1000)
+	}
+}
+
+// WebhookAttempt records one delivery attempt: ok when the receiver
+// answered 2xx; last when no attempt follows a failed one.
+func (m *Metrics) WebhookAttempt(ok, last bool) {
+	if m == nil {
+		return
+	}
+	outcome := "delivered"
+	switch {
+	case ok:
+	case last:
+		outcome = "gave_up"
+	default:
+		outcome = "retrying"
+	}
+	m.webhooks.WithLabelValues(outcome).Inc()
+}
+
+// LLMObserver records the calls of one provider type; its collectors are
+// resolved once, so a call costs no label lookup.
+type LLMObserver struct {
+	ok, failed         prometheus.Counter
+	duration           prometheus.Observer
+	prompt, completion prometheus.Counter
+}
+
+// LLM returns the observer of a provider type (nil on a nil m: its
+// methods then do nothing).
+func (m *Metrics) LLM(provider string) *LLMObserver {
+	if m == nil {
+		return nil
+	}
+	return &LLMObserver{ok: m.llmCalls.WithLabelValues(provider, "ok"), failed: m.llmCalls.WithLabelValues(provider, "error"),
+		duration: m.llmDuration.WithLabelValues(provider), prompt: m.llmTokens.WithLabelValues(provider, "prompt"),
+		completion: m.llmTokens.WithLabelValues(provider, "completion")}
+}
+
+// Call records one call: its latency, its outcome and, when it succeeded,
+// its tokens.
+func (o *LLMObserver) Call(d time.Duration, err error, promptTokens, completionTokens int) {
+	if o == nil {
+		return
+	}
+	o.duration.Observe(d.Seconds())
+	if err != nil {
+		o.failed.Inc()
+		return
+	}
+	o.ok.Inc()
+	o.prompt.Add(float64(max(promptTokens, 0)))
+	o.completion.Add(float64(max(completionTokens, 0)))
+}
+
+// ConnectionOpened counts an open WebSocket or SSE connection (kind
+// "websocket" or "sse") until the returned func is called: defer it.
+func (m *Metrics) ConnectionOpened(kind string) (closed func()) {
+	if m == nil {
+		return func() {}
+	}
+	g := m.connections.WithLabelValues(kind)
+	g.Inc()
+	return g.Dec
+}
+
+// WorkerHeartbeat records a heartbeat of this worker process, written or
+// not.
+func (m *Metrics) WorkerHeartbeat(err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.heartbeats.WithLabelValues("error").Inc()
+		return
+	}
+	m.heartbeats.WithLabelValues("ok").Inc()
+	m.lastHeartbeat.SetToCurrentTime()
 }
 
 // QueueDepth exposes the number of activations by state, read at scrape

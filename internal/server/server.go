@@ -148,10 +148,10 @@ func (s *Server) build(ctx context.Context) error {
 	// A credential ended on one node ends the connections it opened on all.
 	s.Auth.SetBroadcast(func(userID string) { s.Events.Broadcast(auth.ChangeTopic, userID) })
 	s.Events.Handle(auth.ChangeTopic, s.Auth.ChangedElsewhere)
-	s.Webhooks = webhook.New(s.Store, s.Secrets, s.Auth, s.Queue, s.Log, webhook.Options{Egress: s.Egress})
+	s.Webhooks = webhook.New(s.Store, s.Secrets, s.Auth, s.Queue, s.Log, webhook.Options{Egress: s.Egress, Metrics: s.Metrics})
 	s.LLM, err = llm.NewService(s.Store, s.Secrets, s.Auth, llm.Options{
 		OpenAIAPIKey: s.Config.OpenAIAPIKey, OpenAIBaseURL: s.Config.OpenAIBaseURL, AnthropicAPIKey: s.Config.AnthropicAPIKey,
-		Egress: s.Egress})
+		Egress: s.Egress, Metrics: s.Metrics})
 	if err != nil {
 		return err
 	}

@@ -38,6 +38,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -84,6 +85,8 @@ type Options struct {
 	// 16), PerUser how many of them one user's may take (default 4): the
 	// rest wait for their turn without holding a worker.
 	Workers, PerUser int
+	// Metrics counts attempts by outcome; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Service manages secrets and deliveries.
@@ -483,6 +486,7 @@ func (s *Service) deliver(ctx context.Context, a DeliveryArgs, attempt int, last
 	if err := s.store.WebhookDeliveryCreate(context.WithoutCancel(ctx), rec); err != nil {
 		s.log.WarnContext(ctx, "webhook: record delivery", "activation_id", a.ActivationID, "err", err)
 	}
+	s.opts.Metrics.WebhookAttempt(rec.State == store.DeliveryDelivered, rec.State == store.DeliveryGaveUp)
 	if rec.Error == "" {
 		return nil
 	}

@@ -53,8 +53,8 @@ func (openAI) writeError(w http.ResponseWriter, status int) {
 		"message": http.StatusText(status) + " (llmtest)", "type": typ, "param": nil, "code": nil}})
 }
 
-func openAIUsage(rec Recorded, reply string) map[string]any {
-	p, c := promptWords(rec), Words(reply)
+func openAIUsage(rec Recorded, completionWords int) map[string]any {
+	p, c := promptWords(rec), completionWords
 	return map[string]any{"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
 }
 
@@ -63,7 +63,7 @@ func (openAI) writeJSON(w http.ResponseWriter, rec Recorded, reply string) {
 		"id": "chatcmpl-llmtest", "object": "chat.completion", "created": time.Now().Unix(), "model": rec.Model,
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "logprobs": nil,
 			"message": map[string]any{"role": "assistant", "content": reply, "refusal": nil}}},
-		"usage": openAIUsage(rec, reply),
+		"usage": openAIUsage(rec, Words(reply)),
 	})
 }
 
@@ -74,16 +74,18 @@ func (openAI) writeStream(w http.ResponseWriter, rec Recorded, chunks []string, 
 			"model": rec.Model, "choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
 	}
 	sse(w, "", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	reply := ""
+	// Fragments keep their trailing spaces, so words never straddle two
+	// chunks and counting per chunk counts the reply's words.
+	words := 0
 	for i, c := range chunks {
 		pause(i)
-		reply += c
+		words += Words(c)
 		sse(w, "", chunk(map[string]any{"content": c}, nil))
 	}
 	sse(w, "", chunk(map[string]any{}, "stop"))
 	// The usage chunk has no choices, as with stream_options.include_usage.
 	sse(w, "", map[string]any{"id": "chatcmpl-llmtest", "object": "chat.completion.chunk", "created": created,
-		"model": rec.Model, "choices": []any{}, "usage": openAIUsage(rec, reply)})
+		"model": rec.Model, "choices": []any{}, "usage": openAIUsage(rec, words)})
 	_, _ = w.Write([]byte("data: [DONE]\n\n"))
 }
 
@@ -145,16 +147,16 @@ func (anthropic) writeStream(w http.ResponseWriter, rec Recorded, chunks []strin
 	sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": 0,
 		"content_block": map[string]any{"type": "text", "text": ""}})
 	sse(w, "ping", map[string]any{"type": "ping"})
-	reply := ""
+	words := 0 // per chunk: see openAI.writeStream
 	for i, c := range chunks {
 		pause(i)
-		reply += c
+		words += Words(c)
 		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": 0,
 			"delta": map[string]any{"type": "text_delta", "text": c}})
 	}
 	sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": 0})
 	sse(w, "message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": "end_turn", "stop_sequence": nil},
-		"usage": map[string]any{"output_tokens": Words(reply)}})
+		"usage": map[string]any{"output_tokens": words}})
 	sse(w, "message_stop", map[string]any{"type": "message_stop"})
 }

@@ -64,6 +64,14 @@ type Server struct {
 	gate     chan struct{} // non-nil while Block holds calls
 	hold     *hold         // set by HoldAfter for the next streamed answer
 	arrived  chan struct{} // closed and replaced on every call, for WaitCalls
+	raw      *rawAnswer    // non-nil: every call gets it instead of a completion
+}
+
+// rawAnswer is an answer that is not the provider's format.
+type rawAnswer struct {
+	status      int
+	contentType string
+	body        string
 }
 
 // NewOpenAI starts an OpenAI-compatible POST /v1/chat/completions, closed
@@ -144,6 +152,34 @@ func (s *Server) SetReply(text string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reply = text
+}
+
+// SetReplySize makes every following answer a text of n bytes, in words of
+// up to 64 KiB (so a stream sends deltas of that size): an oversized
+// completion. SetReply("") restores the default.
+func (s *Server) SetReplySize(n int) {
+	const word = 64 << 10
+	var b strings.Builder
+	b.Grow(n)
+	for b.Len() < n {
+		chunk := min(word, n-b.Len())
+		b.WriteString(strings.Repeat("x", chunk-1))
+		b.WriteByte(' ')
+	}
+	s.SetReply(b.String())
+}
+
+// SetRaw makes every following call answer status with body as it is,
+// under contentType, whatever the request asked (streaming or not): an HTML
+// page, JSON that is not a completion, an empty 200. SetRaw(0, "", "")
+// restores real answers.
+func (s *Server) SetRaw(status int, contentType, body string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.raw = nil
+	if status != 0 {
+		s.raw = &rawAnswer{status: status, contentType: contentType, body: body}
+	}
 }
 
 // SetDelay makes every following call wait d before answering; a client
@@ -250,7 +286,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	s.requests = append(s.requests, rec)
 	close(s.arrived)
 	s.arrived = make(chan struct{})
-	reply, delay, gate := s.reply, s.delay, s.gate
+	reply, delay, gate, raw := s.reply, s.delay, s.gate, s.raw
 	var held *hold
 	if rec.Stream && err == nil {
 		held, s.hold = s.hold, nil
@@ -284,6 +320,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	if fail != 0 {
 		s.flavor.writeError(w, fail)
+		return
+	}
+	if raw != nil {
+		if raw.contentType != "" {
+			w.Header().Set("Content-Type", raw.contentType)
+		}
+		w.WriteHeader(raw.status)
+		_, _ = io.WriteString(w, raw.body)
 		return
 	}
 	if reply == "" {

@@ -39,6 +39,7 @@ func post(t *testing.T, ctx context.Context, url, body string, h map[string]stri
 func sseData(raw string) []string {
 	var out []string
 	sc := bufio.NewScanner(strings.NewReader(raw))
+	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
 			out = append(out, d)
@@ -296,4 +297,44 @@ func TestHoldAfterPausesAStreamHalfWay(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 200, status)
 	require.Contains(t, body, "[DONE]")
+}
+
+func TestRawAnswersAndOversizedReplies(t *testing.T) {
+	t.Parallel()
+	s := llmtest.NewOpenAI(t)
+	body := strings.Replace(openAIBody, "%s", "false", 1)
+
+	// A raw answer is served as is, streaming asked or not, until reset.
+	s.SetRaw(http.StatusOK, "text/html", "<html>login</html>")
+	for _, stream := range []string{"false", "true"} {
+		status, got, err := post(t, t.Context(), s.URL+"/chat/completions", strings.Replace(openAIBody, "%s", stream, 1), nil)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, status)
+		require.Equal(t, "<html>login</html>", got)
+	}
+	s.SetRaw(0, "", "")
+	_, got, err := post(t, t.Context(), s.URL+"/chat/completions", body, nil)
+	require.NoError(t, err)
+	require.Contains(t, got, "reply to: how are you")
+
+	// An oversized reply: n bytes in words of at most 64 KiB.
+	s.SetReplySize(200 << 10)
+	_, got, err = post(t, t.Context(), s.URL+"/chat/completions", strings.Replace(openAIBody, "%s", "true", 1), nil)
+	require.NoError(t, err)
+	text := ""
+	for _, d := range sseData(got) {
+		var c struct {
+			Choices []struct {
+				Delta struct {
+					Content string `json:"content"`
+				} `json:"delta"`
+			} `json:"choices"`
+		}
+		if d == "[DONE]" || json.Unmarshal([]byte(d), &c) != nil || len(c.Choices) == 0 {
+			continue
+		}
+		require.LessOrEqual(t, len(c.Choices[0].Delta.Content), 64<<10)
+		text += c.Choices[0].Delta.Content
+	}
+	require.Len(t, text, 200<<10)
 }
