@@ -50,11 +50,13 @@ func anyObject(desc string) *huma.Schema {
 func anyJSON(registry huma.Registry, desc string) *huma.Schema {
 	const name = "JSONValue"
 	if registry.Map()[name] == nil {
-		registry.Map()[name] = &huma.Schema{Description: "Any JSON value but null", AnyOf: []*huma.Schema{
+		value := &huma.Schema{Description: "Any JSON value but null", AnyOf: []*huma.Schema{
 			{Type: huma.TypeObject, AdditionalProperties: true},
 			{Type: huma.TypeArray, Items: &huma.Schema{Ref: "#/components/schemas/" + name}},
 			{Type: huma.TypeString}, {Type: huma.TypeNumber}, {Type: huma.TypeBoolean},
 		}}
+		value.PrecomputeMessages()
+		registry.Map()[name] = value
 	}
 	return &huma.Schema{Ref: "#/components/schemas/" + name, Description: desc}
 }
@@ -293,6 +295,7 @@ func webSocketMessage(registry huma.Registry) *huma.Schema {
 			union.Discriminator.Mapping[typ] = ref.Ref
 		}
 		slices.SortFunc(union.OneOf, func(a, b *huma.Schema) int { return strings.Compare(a.Ref, b.Ref) })
+		union.PrecomputeMessages()
 		registry.Map()[name] = union
 	}
 	return &huma.Schema{Ref: "#/components/schemas/" + name}
