@@ -47,7 +47,7 @@ func anyObject(desc string) *huma.Schema {
 
 // anyJSON is an explicit "any JSON value" (null aside): a reference to
 // the recursive JSONValue component.
-func anyJSON(registry huma.Registry, desc string) *huma.Schema {
+func anyJSON(registry huma.Registry) *huma.Schema {
 	const name = "JSONValue"
 	if registry.Map()[name] == nil {
 		value := &huma.Schema{Description: "Any JSON value but null", AnyOf: []*huma.Schema{
@@ -58,7 +58,7 @@ func anyJSON(registry huma.Registry, desc string) *huma.Schema {
 		value.PrecomputeMessages()
 		registry.Map()[name] = value
 	}
-	return &huma.Schema{Ref: "#/components/schemas/" + name, Description: desc}
+	return &huma.Schema{Ref: "#/components/schemas/" + name}
 }
 
 // knownShapes give the JSON fields the API passes through as stored
@@ -90,7 +90,7 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 			"agent_config": ref(reflect.TypeFor[apps.AgentConfig]()),
 		},
 		"FunctionSpec":  {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
-		"Step":          {"input": anyJSON(registry, "A JSON template of the step's input")},
+		"Step":          {"input": anyJSON(registry)},
 		"Authenticator": {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
 		"Job":           {"args": anyObject("The job's arguments")},
 	}
@@ -112,10 +112,8 @@ func applyKnownShapes(registry huma.Registry) {
 			if shape.Description == "" && shape.Ref == "" {
 				shape.Description = old.Description
 			}
-			if old.Description != "" && shape.Ref != "" {
-				// A $ref's siblings are allowed in 3.1: keep the words.
-				shape = &huma.Schema{Ref: shape.Ref, Description: old.Description}
-			}
+			// A $ref keeps no words of its own: its target has them, and
+			// 3.0 (the downgraded document) allows no siblings.
 			s.Properties[prop] = shape
 		}
 		s.PrecomputeMessages()
@@ -142,6 +140,7 @@ type ActivationContext struct {
 // TransformSchema keeps the context free-form.
 func (ActivationContext) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	s.AdditionalProperties = &huma.Schema{}
+	s.Description = "The activation's context: the keys the platform reads, and anything else the caller put there."
 	return s
 }
 
@@ -160,6 +159,7 @@ type ActivationMetadata struct {
 // TransformSchema keeps the metadata free-form.
 func (ActivationMetadata) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	s.AdditionalProperties = &huma.Schema{}
+	s.Description = "The activation's metadata: per-activation overrides of the agent's LLM settings, the webhook, and anything else the caller put there."
 	return s
 }
 
