@@ -84,8 +84,8 @@ func (a *API) getLLMProvider(ctx context.Context, in *llmProviderIDInput) (*llmP
 	return &llmProviderOutput{llmProviderOut(p)}, nil
 }
 
-func (a *API) createLLMProvider(ctx context.Context, in *struct{ Body llmProviderBody }) (*llmProviderOutput, error) {
-	p, err := a.LLM.Create(ctx, mustCaller(ctx), in.Body.input())
+func (a *API) createLLMProvider(ctx context.Context, in *struct{ Body NewLLMProviderBody }) (*llmProviderOutput, error) {
+	p, err := a.LLM.Create(ctx, mustCaller(ctx), (*llmProviderBody)(&in.Body).input())
 	if err != nil {
 		return nil, err
 	}

@@ -309,3 +309,13 @@ func (ActivateInAppBody) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.
 	s.Description = "input_data (or its alternate name input) is required."
 	return s
 }
+
+// NewLLMProviderBody is the create body: a patch's fields, name and
+// provider_type required.
+type NewLLMProviderBody llmProviderBody
+
+// TransformSchema marks what a new provider needs.
+func (NewLLMProviderBody) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	s.Required = append(s.Required, "name", "provider_type")
+	return s
+}

@@ -257,6 +257,8 @@ func TestOpenAPIIsExact(t *testing.T) {
 	require.Subset(t, strs(doc.schema(t, "CreateActivationInputBody")["required"]), []string{"agent_id", "input_data"})
 	require.Contains(t, strs(doc.schema(t, "ActivateSimpleInputBody")["required"]), "input_data")
 	require.Subset(t, strs(doc.schema(t, "CreateAPIKeyInputBody")["required"]), []string{"name", "scopes"})
+	require.ElementsMatch(t, []string{"name", "provider_type"}, strs(doc.schema(t, "NewLLMProviderBody")["required"]))
+	require.Empty(t, doc.schema(t, "LlmProviderBody")["required"], "a patch needs nothing")
 	for _, name := range []string{"Activation", "App", "User", "ErrorBody", "LoginResult", "LLMOutput", "APIKey", "LLMProvider"} {
 		s := doc.schema(t, name)
 		var all []string
@@ -290,6 +292,9 @@ func TestOpenAPIIsExact(t *testing.T) {
 			shaped = shaped || s[k] != nil
 		}
 		require.True(t, shaped, "%s has a shape: %v", where, s)
+		for _, name := range sliceOf(s["required"]) {
+			require.Contains(t, mapOf(s["properties"]), name, "%s: a required field is a property", where)
+		}
 		for name, p := range mapOf(s["properties"]) {
 			walk(where+"."+name, p.(map[string]any))
 		}
