@@ -61,7 +61,7 @@ var successAnswers = map[string]map[int]answer{
 // extraErrors are the error answers an operation gives beyond those its
 // rule, parameters and body imply, with what they mean there.
 var extraErrors = map[string]map[int]string{
-	"register":               {http.StatusConflict: "Email already registered."},
+	"register":               {http.StatusConflict: "Email already registered.", http.StatusForbidden: "Registration is closed (AP_REGISTRATION=closed)."},
 	"login":                  {http.StatusUnauthorized: "Wrong email or password, or a disabled account (one text for both)."},
 	"update-me":              {http.StatusConflict: "Email already registered."},
 	"change-password":        {http.StatusBadRequest: "Current password is incorrect, or the new one is too short."},
