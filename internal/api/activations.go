@@ -44,7 +44,7 @@ func activationOut(a *store.Activation) Activation {
 
 // ActivateBody is shared by the activate forms.
 type ActivateBody struct {
-	InputData map[string]any `json:"input_data,omitempty" required:"false" doc:"Required: the agent's input, e.g. {\"prompt\": \"…\"}"`
+	InputData map[string]any `json:"input_data,omitempty" required:"true" doc:"The agent's input, e.g. {\"prompt\": \"…\"}"`
 	Context   map[string]any `json:"context,omitempty" required:"false" doc:"chat_id (earlier turns of the chat are sent as history), session_id, anything else"`
 	Metadata  map[string]any `json:"metadata,omitempty" required:"false" doc:"Per-activation overrides: provider_id, model, temperature, max_tokens, system_prompt; webhook_url to be POSTed the final event when it ends (an http(s) URL, not on a private address unless AP_EGRESS_ALLOW allows it; each attempt must be answered 2xx within 15 s, redirects are not followed)"`
 	Priority  int            `json:"priority,omitempty" required:"false" minimum:"1" maximum:"4" doc:"1 (most urgent) to 4; default 2"`
@@ -172,10 +172,14 @@ type activateInAppInput struct {
 	AgentID string `path:"agent_id"`
 	IdempotencyHeader
 	PreferHeader
-	Body struct {
-		ActivateBody
-		Input map[string]any `json:"input,omitempty" required:"false" doc:"Alternate name of input_data"`
-	}
+	Body ActivateInAppBody
+}
+
+// ActivateInAppBody is the app-scoped form: input_data, or its alternate
+// name input.
+type ActivateInAppBody struct {
+	ActivateBody
+	Input map[string]any `json:"input,omitempty" required:"false" doc:"Alternate name of input_data"`
 }
 
 func (a *API) activateInApp(ctx context.Context, in *activateInAppInput) (*createdOutput, error) {
@@ -249,7 +253,7 @@ func (a *API) getAppActivation(ctx context.Context, in *appActivationInput) (*ac
 // ActivationListFilters are the filters every activation list takes.
 type ActivationListFilters struct {
 	PageParams
-	Status string `query:"status" doc:"queued, running, completed, failed (pending and processing are aliases)"`
+	Status string `query:"status" enum:"queued,running,completed,failed,pending,processing" doc:"pending and processing are aliases of queued and running"`
 	ChatID string `query:"chat_id" doc:"Only this chat (context.chat_id)"`
 }
 
@@ -409,7 +413,7 @@ type workerJobsInput struct {
 type Job struct {
 	ID           int64      `json:"id"`
 	Kind         string     `json:"kind" doc:"activation, webhook_delivery, or a maintenance job"`
-	State        string     `json:"state" enum:"available,running,retryable,scheduled,completed,cancelled,discarded,pending"`
+	State        string     `json:"state" enum:"available,cancelled,completed,discarded,pending,retryable,running,scheduled"`
 	Attempt      int        `json:"attempt"`
 	MaxAttempts  int        `json:"max_attempts"`
 	Priority     int        `json:"priority"`

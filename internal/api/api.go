@@ -38,6 +38,9 @@ func init() {
 	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
 		return humaError(nil, status, msg, errs...)
 	}
+	// Arrays are never null in an answer (outputs build them non-nil), so
+	// the document must not say they might be.
+	huma.DefaultArrayNullable = false
 }
 
 // SessionCookie is the name of the session cookie.
@@ -93,8 +96,10 @@ func New(d Deps) (*API, error) {
 	a.logins = ratelimit.NewWindow(d.Config.LoginFailureLimit, time.Minute)
 
 	cfg := huma.DefaultConfig("Agent Platform API", version.Version)
-	cfg.Info.Description = "Host apps and AI agents: accounts, API keys, apps, agents, activations, events. " +
-		"Authenticate with `Authorization: Bearer <token>` (an `ak_` API key or an `st_` session token) or the `ap_session` cookie."
+	cfg.Info.Description = docDescription
+	cfg.Info.Contact = &huma.Contact{Name: "The operator of this instance", URL: d.Config.PublicURL}
+	cfg.Servers = []*huma.Server{{URL: d.Config.PublicURL, Description: "This instance (AP_PUBLIC_URL)"}}
+	cfg.Tags = docTags
 	cfg.OpenAPIPath = "/api/v1/openapi"
 	cfg.DocsPath = ""    // served offline by docs.go
 	cfg.SchemasPath = "" // no $schema links injected into bodies
@@ -107,6 +112,9 @@ func New(d Deps) (*API, error) {
 	a.huma = humago.New(a.mux, cfg)
 	a.huma.UseMiddleware(a.authenticate)
 	a.routes()
+	if err := finishDocument(a.huma.OpenAPI()); err != nil {
+		return nil, err
+	}
 
 	a.handler = a.observe(a.cors(limitHeaders(limitBody(a.csrf(a.cleanInput(jsonMisses(a.mux)))))))
 	return a, nil
@@ -151,6 +159,9 @@ func Register[I, O any](api huma.API, op huma.Operation, rule auth.Rule, h func(
 		op.MaxBodyBytes = MaxBodyBytes
 	}
 	huma.Register(api, op, h)
+	if doc := operationOf(api.OpenAPI(), op.Method, op.Path); doc != nil {
+		documentOperation(api.OpenAPI(), doc)
+	}
 }
 
 // authenticate is the huma middleware every operation passes: it resolves

@@ -13,7 +13,7 @@ type APIKey struct {
 	ID         int64      `json:"id"`
 	Name       string     `json:"name"`
 	KeyPrefix  string     `json:"key_prefix" doc:"The key's first characters, to recognise it"`
-	Scopes     []string   `json:"scopes"`
+	Scopes     []string   `json:"scopes" enum:"read:all,write:all,admin,app:access"`
 	AppID      *string    `json:"app_id" doc:"The app the key is bound to, or null"`
 	ExpiresAt  *time.Time `json:"expires_at" doc:"null: never expires"`
 	LastUsedAt *time.Time `json:"last_used_at"`
@@ -32,7 +32,7 @@ func apiKeyOut(k *store.APIKey) APIKey {
 type createAPIKeyInput struct {
 	Body struct {
 		Name      string     `json:"name" doc:"A label for the key"`
-		Scopes    []string   `json:"scopes" doc:"read:all, write:all, admin, app:access"`
+		Scopes    []string   `json:"scopes" enum:"read:all,write:all,admin,app:access" doc:"read:all: GET and HEAD; write:all: every method; admin: everything, admin endpoints included (admins only); app:access: using apps, not managing them"`
 		ExpiresAt *time.Time `json:"expires_at,omitempty" required:"false" doc:"When the key stops working (RFC 3339); omitted: never"`
 		AppID     string     `json:"app_id,omitempty" required:"false" doc:"Bind the key to one of your apps"`
 	}
@@ -44,7 +44,7 @@ type createAPIKeyOutput struct {
 		Name      string     `json:"name"`
 		Key       string     `json:"key" doc:"The key: shown this once, store it now"`
 		KeyPrefix string     `json:"key_prefix"`
-		Scopes    []string   `json:"scopes"`
+		Scopes    []string   `json:"scopes" enum:"read:all,write:all,admin,app:access"`
 		ExpiresAt *time.Time `json:"expires_at"`
 		CreatedAt time.Time  `json:"created_at"`
 		AppID     *string    `json:"app_id"`

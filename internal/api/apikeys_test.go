@@ -78,7 +78,7 @@ func TestAPIKeyValidation(t *testing.T) {
 		{"blank name", map[string]any{"name": " ", "scopes": []string{"read:all"}}, 400, "Missing required field: name"},
 		{"no scopes", map[string]any{"name": "k"}, 400, "Missing required field: scopes"},
 		{"empty scopes", map[string]any{"name": "k", "scopes": []string{}}, 400, "Missing required field: scopes"},
-		{"unknown scope", map[string]any{"name": "k", "scopes": []string{"read:all", "root"}}, 400, `Unknown scope "root"`},
+		{"unknown scope", map[string]any{"name": "k", "scopes": []string{"read:all", "root"}}, 400, `Invalid value for field scopes[1]: expected value to be one of "read:all, write:all, admin, app:access"`},
 		{"scopes not an array", map[string]any{"name": "k", "scopes": "read:all"}, 400, "Invalid value for field scopes"},
 		{"name not a string", map[string]any{"name": 5, "scopes": []string{"read:all"}}, 400, "Invalid value for field name"},
 		{"expiry in the past", map[string]any{"name": "k", "scopes": []string{"read:all"}, "expires_at": time.Now().Add(-time.Hour)}, 400, "expires_at must be in the future"},

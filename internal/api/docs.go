@@ -25,9 +25,14 @@ const docsPage = `<!doctype html>
 </html>
 `
 
+// docsInit starts Swagger UI. validatorUrl null: without it, a page served
+// under any host but localhost shows a badge fetched from
+// validator.swagger.io, which would send the document's URL to a third
+// party.
 const docsInit = `window.ui = SwaggerUIBundle({
   url: "/api/v1/openapi.json",
   dom_id: "#swagger-ui",
+  validatorUrl: null,
   deepLinking: true,
   presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
   layout: "StandaloneLayout"

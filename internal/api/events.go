@@ -113,12 +113,12 @@ func (a *API) documentEventsSocket() {
 		return &huma.Param{Name: name, In: "query", Description: desc, Schema: schema}
 	}
 	str := &huma.Schema{Type: huma.TypeString}
-	eventSchema := oapi.Components.Schemas.Schema(reflect.TypeOf(events.Event{}), true, "Event")
+	eventSchema := webSocketMessage(oapi.Components.Schemas)
 	errSchema := oapi.Components.Schemas.Schema(reflect.TypeOf(ErrorBody{}), true, "ErrorBody")
 	errResp := func(desc string) *huma.Response {
 		return &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errSchema}}}
 	}
-	oapi.AddOperation(&huma.Operation{
+	op := &huma.Operation{
 		OperationID: "events-websocket",
 		Method:      http.MethodGet,
 		Path:        "/api/v1/ws",
@@ -126,7 +126,7 @@ func (a *API) documentEventsSocket() {
 		Tags:        []string{"events"},
 		Description: "Upgrade to a WebSocket that streams the caller's activation events as JSON text messages " +
 			"(`activation_created`, `activation_started`, `activation_completed` with `output_data`, `activation_failed` with `error`), " +
-			"each with a per-user increasing `seq` (see the Event schema).\n\n" +
+			"each with a per-user increasing `seq` (see the WebSocketMessage schema).\n\n" +
 			"Authenticate with the `ap_session` cookie (same origin only), `Authorization: Bearer <token>`, or `?token=<token>` " +
 			"(for browsers, which cannot set headers on a WebSocket). A key bound to an app sees only that app's events.\n\n" +
 			"The client may send `{\"type\": \"subscribe\", \"app_id\"?, \"chat_id\"?, \"activation_id\"?}` to replace the filter; " +
@@ -145,7 +145,7 @@ func (a *API) documentEventsSocket() {
 		},
 		Security: []map[string][]string{{"bearer": {}}, {"cookie": {}}},
 		Responses: map[string]*huma.Response{
-			"101": {Description: "Switching protocols; then one Event per text message",
+			"101": {Description: "Switching protocols; then one WebSocketMessage per text message",
 				Content: map[string]*huma.MediaType{"application/json": {Schema: eventSchema}}},
 			"400": errResp("A bad query parameter (e.g. since), or not a WebSocket handshake"),
 			"401": errResp("No or invalid credentials"),
@@ -153,5 +153,8 @@ func (a *API) documentEventsSocket() {
 			"404": errResp("app_id names an app a key bound to another app does not see"),
 			"429": errResp("Rate limit exceeded, or too many open connections of the user"),
 		},
-	})
+		Metadata: map[string]any{ruleKey: auth.AppUse},
+	}
+	oapi.AddOperation(op)
+	documentOperation(oapi, op)
 }

@@ -36,7 +36,7 @@ func llmProviderOut(p *llm.Provider) LLMProvider {
 // given (a patch keeps them).
 type llmProviderBody struct {
 	Name         *string   `json:"name,omitempty" required:"false" doc:"1 to 100 characters, unique among your providers"`
-	ProviderType *string   `json:"provider_type,omitempty" required:"false" doc:"openai, anthropic, openai_compatible or echo"`
+	ProviderType *string   `json:"provider_type,omitempty" required:"false" enum:"openai,anthropic,openai_compatible,echo" doc:"Required on create"`
 	BaseURL      *string   `json:"base_url,omitempty" required:"false" doc:"Absolute http(s) URL; required for openai_compatible (e.g. http://localhost:11434/v1 for Ollama)"`
 	APIKey       *string   `json:"api_key,omitempty" required:"false" writeOnly:"true" doc:"Write-only: stored encrypted, never returned; an empty string removes it"`
 	Models       *[]string `json:"models,omitempty" required:"false"`
@@ -84,8 +84,8 @@ func (a *API) getLLMProvider(ctx context.Context, in *llmProviderIDInput) (*llmP
 	return &llmProviderOutput{llmProviderOut(p)}, nil
 }
 
-func (a *API) createLLMProvider(ctx context.Context, in *struct{ Body llmProviderBody }) (*llmProviderOutput, error) {
-	p, err := a.LLM.Create(ctx, mustCaller(ctx), in.Body.input())
+func (a *API) createLLMProvider(ctx context.Context, in *struct{ Body NewLLMProviderBody }) (*llmProviderOutput, error) {
+	p, err := a.LLM.Create(ctx, mustCaller(ctx), (*llmProviderBody)(&in.Body).input())
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ type WebhookDelivery struct {
 	ID           string `json:"id"`
 	ActivationID string `json:"activation_id"`
 	WebhookID    string `json:"webhook_id" doc:"The webhook-id header, the same on every attempt"`
-	EventType    string `json:"event_type"`
+	EventType    string `json:"event_type" enum:"activation_completed,activation_failed"`
 	URL          string `json:"url" doc:"The webhook URL, without its query string or userinfo"`
 	Attempt      int    `json:"attempt" doc:"1 for the first try"`
 	StatusCode   int    `json:"status_code" doc:"The receiver's HTTP status; 0 when it did not answer"`

@@ -71,7 +71,7 @@ type AgentConfig struct {
 	Code          string   `json:"code,omitempty"`
 	URL           string   `json:"url,omitempty"`
 	// Secret signs a webhook agent's requests; write-only, stored sealed.
-	Secret string `json:"secret,omitempty" doc:"Webhook signing secret (write-only)"`
+	Secret string `json:"secret,omitempty" writeOnly:"true" doc:"Webhook signing secret (write-only: never returned)"`
 }
 
 // FunctionSpec is a function of the app.

@@ -35,7 +35,8 @@ Commands:
   worker     run only the activation worker
   migrate    apply database migrations and exit
   user       user create --email E --password-stdin [--admin]
-  events     print the caller's live events (WebSocket): events --token T [--since N] [--until TYPE]
+  events     print the caller's live events (WebSocket): events --token T [--url U] [--since N] [--until TYPE]
+             (the URL defaults to this machine at AP_ADDR)
   version    print the version
 
 Configuration comes from AP_* environment variables (see README); flags of

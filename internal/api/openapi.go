@@ -1,0 +1,391 @@
+package api
+
+// The OpenAPI document is exact enough to generate a client that needs no
+// casts (DESIGN §4 Operations). Two mechanisms make it so:
+//
+//   - documentOperation, called by Register for every operation, derives
+//     what the operation can answer from its auth rule, parameters and
+//     body: security (`[]` when public), the rule in words, and each 4xx
+//     with the error schema; the tables below add what cannot be derived
+//     (several success answers, a 409).
+//   - finishDocument, run once every route is in, gives pass-through JSON
+//     fields their known shapes and closes the objects only responses use
+//     (requests stay open: unknown fields are ignored).
+
+import (
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/agentplatform/agentplatform/internal/auth"
+)
+
+// answer is one success answer of an operation that picks its status at
+// run time (huma documents only the default one).
+type answer struct {
+	desc string
+	// body is the type of the JSON body; nil and like 0: no body.
+	body reflect.Type
+	// like reuses the body huma documented for that status.
+	like    int
+	headers []string
+}
+
+// successAnswers are, for the operations listed, every success answer:
+// they replace what huma derived.
+var successAnswers = map[string]map[int]answer{
+	"register": {
+		http.StatusCreated:  {desc: "With `Accept: application/json`: the new account.", body: reflect.TypeFor[User]()},
+		http.StatusSeeOther: {desc: "For browsers: redirect to /login.", headers: []string{"Location"}},
+	},
+	"login": {
+		http.StatusOK: {desc: "With `Accept: application/json`: the session token, also set as the cookie.",
+			body: reflect.TypeFor[LoginResult](), headers: []string{"Set-Cookie"}},
+		http.StatusSeeOther: {desc: "For browsers: redirect to /, with the session cookie.", headers: []string{"Location", "Set-Cookie"}},
+	},
+	"logout": {
+		http.StatusNoContent: {desc: "With `Accept: application/json`: the session is deleted and the cookie cleared.", headers: []string{"Set-Cookie"}},
+		http.StatusSeeOther:  {desc: "For browsers: the session is deleted, the cookie cleared, and a redirect to /login.", headers: []string{"Location", "Set-Cookie"}},
+	},
+	"import-manifest": {
+		http.StatusCreated: {desc: "A new app, with the counts of what the manifest created.", like: http.StatusCreated},
+		http.StatusOK:      {desc: "An existing app of this slug at a lower version, upgraded in place (`upgraded: true`).", like: http.StatusCreated},
+	},
+}
+
+// extraErrors are the error answers an operation gives beyond those its
+// rule, parameters and body imply, with what they mean there.
+var extraErrors = map[string]map[int]string{
+	"register":               {http.StatusConflict: "Email already registered.", http.StatusForbidden: "Registration is closed (AP_REGISTRATION=closed)."},
+	"login":                  {http.StatusUnauthorized: "Wrong email or password, or a disabled account (one text for both)."},
+	"update-me":              {http.StatusConflict: "Email already registered."},
+	"change-password":        {http.StatusBadRequest: "Current password is incorrect, or the new one is too short."},
+	"update-user":            {http.StatusConflict: "Cannot remove the last active admin."},
+	"create-api-key":         {http.StatusNotFound: "`app_id` names no app of yours."},
+	"create-app":             {http.StatusConflict: "You already have an app with this slug."},
+	"import-manifest":        {http.StatusConflict: "You already have this slug at the same or a higher version."},
+	"install-app":            {http.StatusConflict: "You already have an app with this slug: give the copy another one."},
+	"create-app-agent":       {http.StatusConflict: "The app already has an agent of this name."},
+	"update-app-agent":       {http.StatusConflict: "The app already has an agent of this name."},
+	"activate-agent":         {http.StatusConflict: activateConflict},
+	"activate-app-agent":     {http.StatusConflict: activateConflict},
+	"create-activation":      {http.StatusConflict: activateConflict, http.StatusNotFound: "`agent_id` names no agent you can use."},
+	"cancel-activation":      {http.StatusConflict: "The activation has already ended."},
+	"create-llm-provider":    {http.StatusConflict: "You already have a provider of this name."},
+	"update-llm-provider":    {http.StatusConflict: "You already have a provider of this name."},
+	"readyz":                 {http.StatusServiceUnavailable: "Not ready: the database is unreachable or migrations are pending."},
+	"list-agent-activations": {http.StatusBadRequest: "A bad filter: `context` is not a JSON object, or an unknown `status`."},
+}
+
+const activateConflict = "The app or agent is disabled, or the Idempotency-Key was used with a different body or is still being processed."
+
+// moreDescriptions say what an operation's summary cannot.
+var moreDescriptions = map[string]string{
+	"register": "The first account of an empty instance is an admin.",
+	"login": "Failed logins are limited per client address (AP_LOGIN_FAILURE_LIMIT a minute); once they are spent, " +
+		"every login from that address gets 429 until the minute has passed.",
+	"logout":          "Deletes the session of the `ap_session` cookie or of the `st_` Bearer token, if any, and clears the cookie.",
+	"change-password": "`{current_password, new_password}`; ends every other session of the account.",
+	"import-manifest": "The body is the manifest itself: JSON, or YAML with `Content-Type: application/yaml`. " +
+		"Everything it declares is created in one transaction; a bad manifest is 400 naming the first bad path " +
+		"(e.g. `agents[1].agent_config.model`). Importing a slug you have at a lower version upgrades that app in place (200); " +
+		"the same or a higher version is 409.",
+	"export-manifest":   "Imports back to the same app.",
+	"cancel-activation": "A queued or running activation ends `failed` with the error `Activation cancelled`, and its work stops.",
+}
+
+// responseHeaders document the headers success answers name.
+var responseHeaders = map[string]*huma.Header{
+	"Location": {Description: "Where the browser goes next.", Schema: &huma.Schema{Type: huma.TypeString}},
+	"Set-Cookie": {Description: "The `ap_session` cookie (HttpOnly, SameSite=Lax, Path=/, Secure in production); cleared by logout.",
+		Schema: &huma.Schema{Type: huma.TypeString}},
+}
+
+// headersNotParameters are request headers huma lists as parameters that
+// carry no value of the operation's own (OpenAPI ignores the first three).
+var headersNotParameters = []string{"Accept", "Content-Type", "Authorization", "Cookie"}
+
+// operationOf finds a registered operation in the document.
+func operationOf(oapi *huma.OpenAPI, method, path string) *huma.Operation {
+	item := oapi.Paths[path]
+	if item == nil {
+		return nil
+	}
+	return map[string]*huma.Operation{
+		http.MethodGet: item.Get, http.MethodPost: item.Post, http.MethodPut: item.Put,
+		http.MethodPatch: item.Patch, http.MethodDelete: item.Delete, http.MethodHead: item.Head,
+	}[method]
+}
+
+// documentOperation completes an operation's entry from its rule (in
+// op.Metadata), parameters and body. Responses already written by hand are
+// kept.
+func documentOperation(oapi *huma.OpenAPI, op *huma.Operation) {
+	rule, _ := op.Metadata[ruleKey].(auth.Rule)
+	if rule.Public {
+		// Explicitly none, so a generator does not apply a global default.
+		op.Security = []map[string][]string{}
+	}
+	op.Description = paragraphs(op.Description, moreDescriptions[op.OperationID], ruleText(rule, op.Method))
+	if answers, ok := successAnswers[op.OperationID]; ok {
+		documentAnswers(oapi, op, answers)
+	}
+	delete(op.Responses, "default")
+	errSchema := oapi.Components.Schemas.Schema(reflect.TypeFor[ErrorBody](), true, "")
+	for status, desc := range errorAnswers(op, rule) {
+		key := strconv.Itoa(status)
+		if op.Responses[key] != nil {
+			continue
+		}
+		r := &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errSchema}}}
+		if status == http.StatusTooManyRequests {
+			r.Headers = map[string]*huma.Header{"Retry-After": {Description: "Seconds to wait: 60.", Schema: &huma.Schema{Type: huma.TypeInteger}}}
+		}
+		op.Responses[key] = r
+	}
+}
+
+// documentAnswers replaces the success answers huma derived.
+func documentAnswers(oapi *huma.OpenAPI, op *huma.Operation, answers map[int]answer) {
+	derived := map[string]*huma.Response{}
+	for key, r := range op.Responses {
+		if status, err := strconv.Atoi(key); err == nil && status < 400 {
+			derived[key] = r
+			delete(op.Responses, key)
+		}
+	}
+	for status, a := range answers {
+		r := &huma.Response{Description: a.desc}
+		switch {
+		case a.like != 0:
+			src := derived[strconv.Itoa(a.like)]
+			if src == nil {
+				panic(fmt.Sprintf("api: %s: no derived %d answer to reuse", op.OperationID, a.like))
+			}
+			r.Content, r.Headers = src.Content, src.Headers
+		case a.body != nil:
+			r.Content = map[string]*huma.MediaType{"application/json": {Schema: oapi.Components.Schemas.Schema(a.body, true, "")}}
+		}
+		for _, h := range a.headers {
+			if r.Headers == nil {
+				r.Headers = map[string]*huma.Header{}
+			}
+			r.Headers[h] = responseHeaders[h]
+		}
+		op.Responses[strconv.Itoa(status)] = r
+	}
+}
+
+// errorAnswers are the error statuses op can answer, with their meaning.
+func errorAnswers(op *huma.Operation, rule auth.Rule) map[int]string {
+	errs := map[int]string{http.StatusInternalServerError: "Internal error: the `X-Request-ID` header identifies it in the server's log."}
+	add := func(status int, desc string) {
+		if prev, ok := errs[status]; ok {
+			desc = prev + " " + desc
+		}
+		errs[status] = desc
+	}
+	var invalid, absent bool
+	for _, p := range op.Parameters {
+		switch p.In {
+		case "path":
+			absent = true
+			invalid = invalid || (p.Schema != nil && p.Schema.Type != huma.TypeString)
+		case "query":
+			invalid = true
+		case "header":
+			invalid = invalid || !slices.Contains(headersNotParameters, http.CanonicalHeaderKey(p.Name))
+		}
+	}
+	if op.RequestBody != nil {
+		invalid = true
+		add(http.StatusRequestEntityTooLarge, "The request body is over 1 MiB.")
+	}
+	if invalid {
+		add(http.StatusBadRequest, "Invalid input: the detail names the field.")
+	}
+	if absent {
+		add(http.StatusNotFound, "Not found, or not yours (another user's resource answers as if absent).")
+	}
+	if !rule.Public {
+		add(http.StatusUnauthorized, "No credentials, or an invalid, expired or revoked one.")
+		add(http.StatusForbidden, "The credential may not do this (see Authentication above).")
+	}
+	if op.Method != http.MethodGet && op.Method != http.MethodHead {
+		add(http.StatusForbidden, "A cookie-authenticated request from another origin is refused.")
+	}
+	if op.Metadata[unlimitedKey] != true {
+		add(http.StatusTooManyRequests, "Rate limit exceeded: wait `Retry-After` seconds.")
+	}
+	for status, desc := range extraErrors[op.OperationID] {
+		add(status, desc)
+	}
+	if !slices.ContainsFunc(keys(errs), func(s int) bool { return s >= 400 && s < 500 }) {
+		// Every route refuses an oversized body, even one that reads none.
+		add(http.StatusRequestEntityTooLarge, "The request body is over 1 MiB.")
+	}
+	return errs
+}
+
+// paragraphs joins the non-empty texts as Markdown paragraphs.
+func paragraphs(texts ...string) string {
+	return strings.Join(slices.DeleteFunc(texts, func(t string) bool { return strings.TrimSpace(t) == "" }), "\n\n")
+}
+
+func keys[K comparable, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// ruleText says in words what a rule asks of the caller.
+func ruleText(rule auth.Rule, method string) string {
+	const bound = " A key bound to an app reaches only that app and what is in it; everything else answers as if absent, or 403."
+	switch {
+	case rule.Public:
+		return "**Authentication:** none."
+	case rule.SessionOnly:
+		return "**Authentication:** a session only: the `ap_session` cookie, or the `st_` session token from login as `Authorization: Bearer`. API keys get 403."
+	case rule.Admin:
+		return "**Authentication:** an admin: an admin's session, or an API key with the `admin` scope of an admin user. Anyone else gets 403."
+	}
+	scopes := []string{"`write:all`", "`admin`"}
+	if method == http.MethodGet || method == http.MethodHead {
+		scopes = append([]string{"`read:all`"}, scopes...)
+	}
+	if rule.AppAccess {
+		scopes = append(scopes, "`app:access`")
+	}
+	other := " Keys with other scopes get 403."
+	if len(scopes) == len(auth.Scopes) {
+		other = ""
+	}
+	return "**Authentication:** a session, or an API key with one of the scopes " + strings.Join(scopes, ", ") + "." + other + bound
+}
+
+// finishDocument runs once every operation is registered.
+func finishDocument(oapi *huma.OpenAPI) error {
+	for id := range successAnswers {
+		if findOperation(oapi, id) == nil {
+			return fmt.Errorf("api: successAnswers names no operation %q", id)
+		}
+	}
+	for id := range extraErrors {
+		if findOperation(oapi, id) == nil {
+			return fmt.Errorf("api: extraErrors names no operation %q", id)
+		}
+	}
+	for id := range moreDescriptions {
+		if findOperation(oapi, id) == nil {
+			return fmt.Errorf("api: moreDescriptions names no operation %q", id)
+		}
+	}
+	registry := oapi.Components.Schemas
+	applyKnownShapes(registry)
+
+	inRequest, inResponse := map[*huma.Schema]bool{}, map[*huma.Schema]bool{}
+	forEachOperation(oapi, func(op *huma.Operation) {
+		for _, p := range op.Parameters {
+			reach(registry, p.Schema, inRequest)
+		}
+		if op.RequestBody != nil {
+			for _, mt := range op.RequestBody.Content {
+				reach(registry, mt.Schema, inRequest)
+			}
+		}
+		for _, r := range op.Responses {
+			for _, mt := range r.Content {
+				reach(registry, mt.Schema, inResponse)
+			}
+		}
+	})
+	all := map[*huma.Schema]bool{}
+	for _, s := range registry.Map() {
+		reach(registry, s, all)
+	}
+	for s := range inRequest {
+		all[s] = true
+	}
+	for s := range inResponse {
+		all[s] = true
+	}
+	for s := range all {
+		open, isBool := s.AdditionalProperties.(bool)
+		switch {
+		case len(s.Properties) > 0 && isBool && open && inResponse[s] && !inRequest[s]:
+			// Only the server writes it: exactly these fields.
+			s.AdditionalProperties = false
+		case len(s.Properties) > 0 && isBool && open:
+			// A request's object: unknown fields are ignored, which is
+			// JSON Schema's default, so nothing needs saying (and generated
+			// request types stay plain structs).
+			s.AdditionalProperties = nil
+		case isEmptySchema(s.AdditionalProperties):
+			// A free-form object: say "any value" plainly.
+			s.AdditionalProperties = true
+		}
+	}
+	return nil
+}
+
+func isEmptySchema(v any) bool {
+	s, ok := v.(*huma.Schema)
+	return ok && s.Type == "" && s.Ref == "" && len(s.Properties) == 0 && s.Items == nil &&
+		s.AnyOf == nil && s.OneOf == nil && s.AllOf == nil && len(s.Enum) == 0
+}
+
+// reach adds s and every schema it leads to (through $ref too) to seen.
+func reach(registry huma.Registry, s *huma.Schema, seen map[*huma.Schema]bool) {
+	if s == nil {
+		return
+	}
+	if s.Ref != "" {
+		s = registry.SchemaFromRef(s.Ref)
+		if s == nil {
+			return
+		}
+	}
+	if seen[s] {
+		return
+	}
+	seen[s] = true
+	for _, p := range s.Properties {
+		reach(registry, p, seen)
+	}
+	reach(registry, s.Items, seen)
+	if ap, ok := s.AdditionalProperties.(*huma.Schema); ok {
+		reach(registry, ap, seen)
+	}
+	for _, group := range [][]*huma.Schema{s.AnyOf, s.OneOf, s.AllOf} {
+		for _, sub := range group {
+			reach(registry, sub, seen)
+		}
+	}
+}
+
+func forEachOperation(oapi *huma.OpenAPI, fn func(*huma.Operation)) {
+	for _, item := range oapi.Paths {
+		for _, op := range []*huma.Operation{item.Get, item.Put, item.Post, item.Delete, item.Options, item.Head, item.Patch, item.Trace} {
+			if op != nil {
+				fn(op)
+			}
+		}
+	}
+}
+
+func findOperation(oapi *huma.OpenAPI, id string) *huma.Operation {
+	var found *huma.Operation
+	forEachOperation(oapi, func(op *huma.Operation) {
+		if op.OperationID == id {
+			found = op
+		}
+	})
+	return found
+}

@@ -1,0 +1,237 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+// contract checks real answers against the document the server serves:
+// the status is one the operation lists, and the body matches its schema
+// (closed objects, required fields, enums, arrays never null).
+type contract struct {
+	t    *testing.T
+	e    *env
+	oapi *huma.OpenAPI
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func newContract(t *testing.T, e *env) *contract {
+	return &contract{t: t, e: e, oapi: e.srv.API.Huma().OpenAPI(), seen: map[string]bool{}}
+}
+
+var pathParam = regexp.MustCompile(`\{[a-z_]+\}`)
+
+// call sends a request to the route template with its path parameters
+// filled in order, expects status, and checks the answer.
+func (c *contract) call(status int, method, template string, params []string, body any, opts ...opt) *resp {
+	c.t.Helper()
+	template, query, _ := strings.Cut(template, "?")
+	i := 0
+	path := pathParam.ReplaceAllStringFunc(template, func(string) string { i++; return params[i-1] })
+	if query != "" {
+		path += "?" + query
+	}
+	r := c.e.do(method, path, body, opts...)
+	require.Equal(c.t, status, r.Status, "%s %s: %s", method, path, r.Body)
+	c.check(method, template, r)
+	return r
+}
+
+func (c *contract) operation(method, template string) *huma.Operation {
+	c.t.Helper()
+	item := c.oapi.Paths[template]
+	require.NotNil(c.t, item, template)
+	op := map[string]*huma.Operation{"GET": item.Get, "POST": item.Post, "PATCH": item.Patch, "DELETE": item.Delete}[method]
+	require.NotNil(c.t, op, "%s %s", method, template)
+	return op
+}
+
+func (c *contract) check(method, template string, r *resp) {
+	c.t.Helper()
+	op := c.operation(method, template)
+	c.mu.Lock()
+	c.seen[op.OperationID] = true
+	c.mu.Unlock()
+	doc := op.Responses[strconv.Itoa(r.Status)]
+	require.NotNil(c.t, doc, "%s %s answered %d, which the document does not list: %s", method, template, r.Status, r.Body)
+	mt := doc.Content["application/json"]
+	if mt == nil {
+		require.Empty(c.t, r.Body, "%s %s %d has no documented body", method, template, r.Status)
+		return
+	}
+	var v any
+	require.NoError(c.t, json.Unmarshal(r.Body, &v), "%s %s: %s", method, template, r.Body)
+	c.valid(mt.Schema, v, method+" "+template+" "+strconv.Itoa(r.Status))
+}
+
+func (c *contract) valid(schema *huma.Schema, v any, where string) {
+	c.t.Helper()
+	res := &huma.ValidateResult{}
+	huma.Validate(c.oapi.Components.Schemas, schema, huma.NewPathBuffer(nil, 0), huma.ModeReadFromServer, v, res)
+	b, _ := json.Marshal(v)
+	require.Empty(c.t, res.Errors, "%s: the answer does not match the document: %s", where, b)
+}
+
+// TestAnswersMatchTheDocument drives nearly every operation and the
+// WebSocket and checks each answer against the served document, on both
+// databases.
+func TestAnswersMatchTheDocument(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		c := newContract(t, e)
+		none := []string(nil)
+		one := func(s ...string) []string { return s }
+
+		// Accounts: JSON answers and browser redirects.
+		c.call(201, "POST", "/api/v1/auth/register", none, form("email", "admin@example.com", "password", "password1", "confirm_password", "password1"), acceptJSON)
+		c.call(303, "POST", "/api/v1/auth/register", none, form("email", "b@example.com", "password", "password1", "confirm_password", "password1"))
+		c.call(409, "POST", "/api/v1/auth/register", none, form("email", "b@example.com", "password", "password1", "confirm_password", "password1"), acceptJSON)
+		admin := c.call(200, "POST", "/api/v1/auth/login", none, form("email", "admin@example.com", "password", "password1"), acceptJSON).str("access_token")
+		c.call(303, "POST", "/api/v1/auth/login", none, form("email", "b@example.com", "password", "password1"))
+		other := e.login("b@example.com", "password1")
+		as := bearer(admin)
+		me := c.call(200, "GET", "/api/v1/users/me", none, nil, as).str("id")
+		c.call(401, "GET", "/api/v1/users/me", none, nil)
+		c.call(200, "PATCH", "/api/v1/users/me", none, map[string]any{"first_name": "Ada"}, as)
+		c.call(200, "GET", "/api/v1/users", none, nil, as)
+		c.call(200, "GET", "/api/v1/users/{id}", one(me), nil, as)
+		c.call(200, "PATCH", "/api/v1/users/{id}", one(me), map[string]any{"is_active": true}, as)
+		c.call(200, "GET", "/api/v1/users/audit-log", none, nil, as)
+		c.call(204, "POST", "/api/v1/users/me/password", none, map[string]any{"current_password": "password1", "new_password": "password2"}, as)
+
+		// Keys.
+		key := c.call(201, "POST", "/api/v1/user/api-keys", none, map[string]any{"name": "ci", "scopes": []string{"write:all"}}, as)
+		c.call(200, "GET", "/api/v1/user/api-keys", none, nil, as)
+		c.call(400, "POST", "/api/v1/user/api-keys", none, map[string]any{"name": "ci", "scopes": []string{"root"}}, as)
+
+		// Apps and manifests.
+		m := exampleManifest(t)
+		app := c.call(201, "POST", "/api/v1/apps/import-manifest", none, m, as).str("app_id")
+		m["version"] = "1.1.0"
+		c.call(200, "POST", "/api/v1/apps/import-manifest", none, m, as)
+		c.call(409, "POST", "/api/v1/apps/import-manifest", none, m, as)
+		c.call(201, "POST", "/api/v1/apps", none, map[string]any{"name": "Notes", "slug": "notes"}, as)
+		c.call(200, "GET", "/api/v1/apps", none, nil, as)
+		c.call(200, "GET", "/api/v1/apps/{app_id}", one(app), nil, as)
+		c.call(404, "GET", "/api/v1/apps/{app_id}", one("00000000-0000-0000-0000-000000000000"), nil, as)
+		c.call(200, "PATCH", "/api/v1/apps/{app_id}", one(app), map[string]any{"marketplace_status": "published"}, as)
+		c.call(200, "GET", "/api/v1/apps/marketplace", none, nil, bearer(other))
+		c.call(201, "POST", "/api/v1/apps/{app_id}/install", one(app), map[string]any{"slug": "desk-copy"}, bearer(other))
+		c.call(200, "GET", "/api/v1/apps/{app_id}/manifest", one(app), nil, as)
+		c.call(200, "GET", "/api/v1/apps/{app_id}/models", one(app), nil, as)
+
+		// Agents.
+		c.call(200, "GET", "/api/v1/agents", none, nil, as)
+		agents := list(c.call(200, "GET", "/api/v1/apps/{app_id}/agents", one(app), nil, as), "agents")
+		agent := agents[0]["agent_id"].(string)
+		c.call(200, "GET", "/api/v1/agents/{agent_id}", one(agent), nil, as)
+		c.call(200, "GET", "/api/v1/apps/{app_id}/agents/{agent_id}", one(app, agent), nil, as)
+		added := c.call(201, "POST", "/api/v1/apps/{app_id}/agents", one(app), map[string]any{"name": "helper", "agent_type_id": "llm",
+			"agent_config": map[string]any{"model": "echo", "provider_id": "echo"}}, as).str("agent_id")
+		c.call(200, "PATCH", "/api/v1/apps/{app_id}/agents/{agent_id}", one(app, added), map[string]any{"description": "helps"}, as)
+
+		// Activations, and the events they make.
+		socket, status := e.socket("since=0", http.Header{"Authorization": {"Bearer " + admin}})
+		require.Equal(t, http.StatusSwitchingProtocols, status)
+		input := map[string]any{"input_data": map[string]any{"prompt": "hi"}, "context": map[string]any{"chat_id": "c1"}}
+		ids := []string{
+			c.call(201, "POST", "/api/v1/agents/{agent_id}/activate", one(agent), input, as).str("activation_id"),
+			c.call(201, "POST", "/api/v1/apps/{app_id}/agents/{agent_id}/activate", one(app, agent), input, as).str("activation_id"),
+			c.call(201, "POST", "/api/v1/activations", none, map[string]any{"agent_id": added, "input_data": map[string]any{"prompt": "x"}}, as).str("activation_id"),
+		}
+		c.call(400, "POST", "/api/v1/activations", none, map[string]any{"agent_id": added}, as)
+		for _, id := range ids {
+			e.await(admin, id)
+			c.call(200, "GET", "/api/v1/activations/{activation_id}", one(id), nil, as)
+			c.call(200, "GET", "/api/v1/apps/{app_id}/agents/activations/{activation_id}", one(app, id), nil, as)
+			c.call(200, "GET", "/api/v1/activations/{activation_id}/deliveries", one(id), nil, as)
+		}
+		c.call(409, "POST", "/api/v1/activations/{activation_id}/cancel", one(ids[0]), nil, as)
+		c.call(200, "GET", "/api/v1/activations", none, nil, as)
+		c.call(400, "GET", "/api/v1/activations?limit=0", none, nil, as)
+		c.call(200, "GET", "/api/v1/agents/{agent_id}/activations", one(agent), nil, as)
+		c.call(200, "GET", "/api/v1/apps/{app_id}/activations", one(app), nil, as)
+
+		// Every event so far, then the answers to client messages.
+		ws := c.oapi.Paths["/api/v1/ws"].Get.Responses["101"].Content["application/json"].Schema
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		completed := 0
+		for completed < len(ids) {
+			_, data, err := socket.Read(ctx)
+			require.NoError(t, err)
+			var msg map[string]any
+			require.NoError(t, json.Unmarshal(data, &msg))
+			c.valid(ws, msg, "WebSocket event")
+			if msg["type"] == "activation_completed" {
+				completed++
+			}
+		}
+		for _, send := range []string{`{"type":"subscribe","app_id":"` + app + `"}`, `nope`} {
+			require.NoError(t, socket.Write(ctx, websocket.MessageText, []byte(send)))
+			_, data, err := socket.Read(ctx)
+			require.NoError(t, err)
+			var msg map[string]any
+			require.NoError(t, json.Unmarshal(data, &msg))
+			c.valid(ws, msg, "WebSocket answer to "+send)
+		}
+		socket.Close(websocket.StatusNormalClosure, "")
+
+		// Webhooks and LLM providers.
+		c.call(200, "GET", "/api/v1/apps/{app_id}/webhook-secret", one(app), nil, as)
+		c.call(200, "POST", "/api/v1/apps/{app_id}/webhook-secret", one(app), nil, as)
+		c.call(200, "GET", "/api/v1/llm-providers", none, nil, as)
+		provider := c.call(201, "POST", "/api/v1/llm-providers", none, map[string]any{"name": "mine", "provider_type": "echo"}, as).str("id")
+		c.call(409, "POST", "/api/v1/llm-providers", none, map[string]any{"name": "mine", "provider_type": "echo"}, as)
+		c.call(200, "GET", "/api/v1/llm-providers/{id}", one(provider), nil, as)
+		c.call(200, "PATCH", "/api/v1/llm-providers/{id}", one(provider), map[string]any{"models": []string{"a"}}, as)
+		c.call(200, "POST", "/api/v1/llm-providers/{id}/test", one(provider), nil, as)
+		c.call(200, "GET", "/api/v1/apps/{app_id}/model-providers", one(app), nil, as)
+		c.call(204, "DELETE", "/api/v1/llm-providers/{id}", one(provider), nil, as)
+
+		// The worker and operations.
+		c.call(200, "GET", "/api/v1/worker/status", none, nil, as)
+		c.call(200, "GET", "/api/v1/worker/jobs", none, nil, as)
+		c.call(200, "POST", "/api/v1/worker/pause", none, nil, as)
+		c.call(200, "POST", "/api/v1/worker/resume", none, nil, as)
+		c.call(403, "GET", "/api/v1/worker/jobs", none, nil, bearer(other))
+		c.call(200, "GET", "/api/v1/version", none, nil)
+		c.call(200, "GET", "/healthz", none, nil)
+		c.call(200, "GET", "/readyz", none, nil)
+
+		// Deletions and the end of sessions.
+		c.call(204, "DELETE", "/api/v1/apps/{app_id}/agents/{agent_id}", one(app, added), nil, as)
+		c.call(204, "DELETE", "/api/v1/user/api-keys/{key_id}", one(itoa(int64(key.JSON["id"].(float64)))), nil, as)
+		c.call(204, "DELETE", "/api/v1/apps/{app_id}", one(app), nil, as)
+		c.call(204, "POST", "/api/v1/auth/logout", none, nil, bearer(other), acceptJSON)
+		c.call(303, "POST", "/api/v1/auth/logout", none, nil, as)
+
+		var missed []string
+		for _, item := range c.oapi.Paths {
+			for _, op := range []*huma.Operation{item.Get, item.Post, item.Patch, item.Delete} {
+				if op != nil && !c.seen[op.OperationID] {
+					missed = append(missed, op.OperationID)
+				}
+			}
+		}
+		slices.Sort(missed)
+		t.Logf("operations not driven here: %v", missed)
+	})
+}

@@ -1,0 +1,321 @@
+package api
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/agentplatform/agentplatform/internal/apps"
+	"github.com/agentplatform/agentplatform/internal/llm"
+)
+
+// docTags are the document's tags, in the order the docs page lists them.
+var docTags = []*huma.Tag{
+	{Name: "auth", Description: "Register, log in and log out. Form-encoded like an HTML form (JSON accepted too); " +
+		"browsers get redirects, programs send `Accept: application/json` for JSON answers."},
+	{Name: "users", Description: "Your account, and (admin) every account and the audit log of admin accesses."},
+	{Name: "api-keys", Description: "API keys for programs, managed with a session only."},
+	{Name: "apps", Description: "Apps and their manifests, import and export, the marketplace."},
+	{Name: "agents", Description: "LLM and custom agents of your apps, and the system agents."},
+	{Name: "activations", Description: "Run an agent and read the results: create, wait, stream, cancel, history."},
+	{Name: "events", Description: "Your activation events, live over a WebSocket, resumable by `seq`."},
+	{Name: "webhooks", Description: "Signed (Standard Webhooks) deliveries of finished activations, and the app's signing secret."},
+	{Name: "llm-providers", Description: "The LLM providers agents call: the operator's system providers and your own."},
+	{Name: "worker", Description: "The activation queue and the worker processes that run it."},
+	{Name: "operations", Description: "Liveness, readiness and version, for load balancers and monitors. No authentication."},
+}
+
+// docDescription is the document's introduction.
+const docDescription = "Host apps and AI agents: accounts, API keys, apps, agents, activations, events.\n\n" +
+	"**Authentication.** `Authorization: Bearer <token>` with an `ak_` API key or an `st_` session token (from login), " +
+	"or the `ap_session` cookie. Each operation says which callers it accepts. Another user's resource answers 404, " +
+	"as if absent; an admin reaches it only with an `X-Admin-Reason` header, and the access is audited.\n\n" +
+	"**Errors.** Every error body is `{detail, status_code, error_type}`; a 400 names the field at fault. " +
+	"Every answer carries `X-Request-ID`.\n\n" +
+	"**Requests.** JSON bodies up to 1 MiB; unknown fields are ignored. Lists take `limit` (1 to 1000) and `offset`, " +
+	"and answer their items with `total_count` and `has_more`.\n\n" +
+	"**Rate limit.** Requests per minute per user (per address when anonymous), 429 with `Retry-After` beyond."
+
+// anyObject is an explicit "any JSON object".
+func anyObject(desc string) *huma.Schema {
+	return &huma.Schema{Type: huma.TypeObject, Description: desc, AdditionalProperties: true}
+}
+
+// anyJSON is an explicit "any JSON value" (null aside): a reference to
+// the recursive JSONValue component.
+func anyJSON(registry huma.Registry) *huma.Schema {
+	const name = "JSONValue"
+	if registry.Map()[name] == nil {
+		value := &huma.Schema{Description: "Any JSON value but null", AnyOf: []*huma.Schema{
+			{Type: huma.TypeObject, AdditionalProperties: true},
+			{Type: huma.TypeArray, Items: &huma.Schema{Ref: "#/components/schemas/" + name}},
+			{Type: huma.TypeString}, {Type: huma.TypeNumber}, {Type: huma.TypeBoolean},
+		}}
+		value.PrecomputeMessages()
+		registry.Map()[name] = value
+	}
+	return &huma.Schema{Ref: "#/components/schemas/" + name}
+}
+
+// knownShapes give the JSON fields the API passes through as stored
+// (json.RawMessage: huma cannot see their shape) the shape they have:
+// component name → property → schema. A field someone removed is skipped.
+func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
+	ref := func(t reflect.Type) *huma.Schema { return registry.Schema(t, true, "") }
+	outputData := func(nullable bool) *huma.Schema {
+		custom := "What a custom agent returned"
+		if nullable {
+			custom += "; null until completed"
+		}
+		return &huma.Schema{AnyOf: []*huma.Schema{
+			ref(reflect.TypeFor[LLMOutput]()),
+			{Type: huma.TypeObject, Nullable: nullable, AdditionalProperties: true, Description: custom},
+		}}
+	}
+	return map[string]map[string]*huma.Schema{
+		"Activation": {
+			"input_data":  anyObject("The agent's input as sent, e.g. {\"prompt\": \"…\"}"),
+			"context":     ref(reflect.TypeFor[ActivationContext]()),
+			"metadata":    ref(reflect.TypeFor[ActivationMetadata]()),
+			"output_data": outputData(true),
+		},
+		"ActivationCompletedEvent": {"output_data": outputData(false)},
+		"AgentDetail": {
+			// The stored configuration has the manifest's shape, never the
+			// webhook secret.
+			"agent_config": ref(reflect.TypeFor[apps.AgentConfig]()),
+		},
+		"FunctionSpec":  {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
+		"Step":          {"input": anyJSON(registry)},
+		"Authenticator": {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
+		"Job":           {"args": anyObject("The job's arguments")},
+	}
+}
+
+// applyKnownShapes puts knownShapes into the registered schemas.
+func applyKnownShapes(registry huma.Registry) {
+	schemas := registry.Map()
+	for name, props := range knownShapes(registry) {
+		s := schemas[name]
+		if s == nil {
+			continue
+		}
+		for prop, shape := range props {
+			old := s.Properties[prop]
+			if old == nil {
+				continue
+			}
+			if shape.Description == "" && shape.Ref == "" {
+				shape.Description = old.Description
+			}
+			// A $ref keeps no words of its own: its target has them, and
+			// 3.0 (the downgraded document) allows no siblings.
+			s.Properties[prop] = shape
+		}
+		s.PrecomputeMessages()
+	}
+}
+
+// LLMOutput is the output_data of an LLM agent's completed activation.
+type LLMOutput struct {
+	Response     string    `json:"response" doc:"The completion's text"`
+	Model        string    `json:"model" doc:"The model that answered"`
+	Provider     string    `json:"provider" doc:"The provider that answered"`
+	Usage        llm.Usage `json:"usage"`
+	FinishReason string    `json:"finish_reason" doc:"Why the model stopped, as the provider says it (e.g. stop, length)"`
+}
+
+// ActivationContext is an activation's context: the keys the platform
+// reads, and anything else the caller put there.
+type ActivationContext struct {
+	ChatID    string `json:"chat_id,omitempty" doc:"Earlier completed turns of this chat with this agent are sent to the LLM as history"`
+	SessionID string `json:"session_id,omitempty"`
+	AppID     string `json:"app_id,omitempty" doc:"The agent's app (events carry it)"`
+}
+
+// TransformSchema keeps the context free-form.
+func (ActivationContext) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	s.AdditionalProperties = &huma.Schema{}
+	s.Description = "The activation's context: the keys the platform reads, and anything else the caller put there."
+	return s
+}
+
+// ActivationMetadata is an activation's metadata: per-activation
+// overrides, the webhook, and anything else the caller put there.
+type ActivationMetadata struct {
+	ProviderID   string   `json:"provider_id,omitempty" doc:"The LLM provider to use instead of the agent's"`
+	Model        string   `json:"model,omitempty"`
+	Temperature  *float64 `json:"temperature,omitempty"`
+	MaxTokens    int      `json:"max_tokens,omitempty"`
+	SystemPrompt string   `json:"system_prompt,omitempty"`
+	WebhookURL   string   `json:"webhook_url,omitempty" doc:"Where the final event is POSTed, signed with the app's webhook secret"`
+	Source       string   `json:"source,omitempty"`
+}
+
+// TransformSchema keeps the metadata free-form.
+func (ActivationMetadata) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	s.AdditionalProperties = &huma.Schema{}
+	s.Description = "The activation's metadata: per-activation overrides of the agent's LLM settings, the webhook, and anything else the caller put there."
+	return s
+}
+
+// AuthenticatorConfiguration is the provider-specific configuration of an
+// OAuth authenticator (spec: known configuration keys).
+type AuthenticatorConfiguration struct {
+	AccessType              string `json:"access_type,omitempty"`
+	Prompt                  string `json:"prompt,omitempty"`
+	IncludeGrantedScopes    bool   `json:"include_granted_scopes,omitempty"`
+	ApprovalPrompt          string `json:"approval_prompt,omitempty"`
+	UserScope               string `json:"user_scope,omitempty" doc:"Comma-separated"`
+	Team                    string `json:"team,omitempty"`
+	Tenant                  string `json:"tenant,omitempty"`
+	ResponseMode            string `json:"response_mode,omitempty"`
+	Resource                string `json:"resource,omitempty"`
+	ResponseType            string `json:"response_type,omitempty"`
+	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method,omitempty"`
+	GrantType               string `json:"grant_type,omitempty"`
+	PKCEEnabled             bool   `json:"pkce_enabled,omitempty"`
+	ScopeSeparator          string `json:"scope_separator,omitempty"`
+}
+
+// TransformSchema keeps the configuration free-form: providers add keys.
+func (AuthenticatorConfiguration) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	s.AdditionalProperties = &huma.Schema{}
+	return s
+}
+
+// TransformSchema lists every error_type.
+func (ErrorBody) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	var kinds []string
+	for k := range statusOf {
+		kinds = append(kinds, string(k))
+	}
+	slices.Sort(kinds)
+	if p := s.Properties["error_type"]; p != nil {
+		p.Enum = nil
+		for _, k := range kinds {
+			p.Enum = append(p.Enum, k)
+		}
+		p.Description = "The class of the error"
+	}
+	return s
+}
+
+// The WebSocket's messages, for the document only: events.Event is one Go
+// type for every event; a client deserves one schema per type.
+
+// EventFields are common to every activation event.
+type EventFields struct {
+	Seq          int64        `json:"seq" doc:"Per-user increasing number: reconnect with ?since=<the last seq received> to resume"`
+	ActivationID string       `json:"activation_id"`
+	AgentID      string       `json:"agent_id"`
+	Context      EventContext `json:"context"`
+	Timestamp    time.Time    `json:"timestamp"`
+}
+
+// EventContext is the activation's context, with app_id.
+type EventContext struct {
+	ChatID string `json:"chat_id,omitempty"`
+	AppID  string `json:"app_id,omitempty" doc:"The agent's app; absent for system agents"`
+}
+
+// TransformSchema keeps the context free-form, as the caller wrote it.
+func (EventContext) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	s.AdditionalProperties = &huma.Schema{}
+	return s
+}
+
+// ActivationCreatedEvent announces a new activation.
+type ActivationCreatedEvent struct {
+	Type   string `json:"type" enum:"activation_created"`
+	Status string `json:"status" enum:"queued"`
+	EventFields
+}
+
+// ActivationStartedEvent announces that a worker started an activation.
+type ActivationStartedEvent struct {
+	Type   string `json:"type" enum:"activation_started"`
+	Status string `json:"status" enum:"running"`
+	EventFields
+}
+
+// ActivationCompletedEvent carries the result.
+type ActivationCompletedEvent struct {
+	Type       string          `json:"type" enum:"activation_completed"`
+	Status     string          `json:"status" enum:"completed"`
+	OutputData json.RawMessage `json:"output_data"`
+	EventFields
+}
+
+// ActivationFailedEvent carries the reason.
+type ActivationFailedEvent struct {
+	Type   string `json:"type" enum:"activation_failed"`
+	Status string `json:"status" enum:"failed"`
+	Error  string `json:"error" doc:"Why it failed, e.g. Activation cancelled"`
+	EventFields
+}
+
+// SubscribedMessage answers a subscribe message with the filter in effect.
+type SubscribedMessage struct {
+	Type         string `json:"type" enum:"subscribed"`
+	AppID        string `json:"app_id,omitempty"`
+	ChatID       string `json:"chat_id,omitempty"`
+	ActivationID string `json:"activation_id,omitempty"`
+}
+
+// ErrorMessage answers a client message the server could not use.
+type ErrorMessage struct {
+	Type  string `json:"type" enum:"error"`
+	Error string `json:"error"`
+}
+
+// webSocketMessage registers the union of what the server sends on
+// /api/v1/ws and returns a reference to it.
+func webSocketMessage(registry huma.Registry) *huma.Schema {
+	const name = "WebSocketMessage"
+	if registry.Map()[name] == nil {
+		union := &huma.Schema{
+			Description:   "One text message: an activation event, or the answer to a client's message; `type` tells which.",
+			Discriminator: &huma.Discriminator{PropertyName: "type", Mapping: map[string]string{}},
+		}
+		for typ, t := range map[string]reflect.Type{
+			"activation_created":   reflect.TypeFor[ActivationCreatedEvent](),
+			"activation_started":   reflect.TypeFor[ActivationStartedEvent](),
+			"activation_completed": reflect.TypeFor[ActivationCompletedEvent](),
+			"activation_failed":    reflect.TypeFor[ActivationFailedEvent](),
+			"subscribed":           reflect.TypeFor[SubscribedMessage](),
+			"error":                reflect.TypeFor[ErrorMessage](),
+		} {
+			ref := registry.Schema(t, true, "")
+			union.OneOf = append(union.OneOf, ref)
+			union.Discriminator.Mapping[typ] = ref.Ref
+		}
+		slices.SortFunc(union.OneOf, func(a, b *huma.Schema) int { return strings.Compare(a.Ref, b.Ref) })
+		union.PrecomputeMessages()
+		registry.Map()[name] = union
+	}
+	return &huma.Schema{Ref: "#/components/schemas/" + name}
+}
+
+// TransformSchema: the app-scoped form takes input_data or its alternate
+// name input, so neither alone is required (the activation says which is
+// missing).
+func (ActivateInAppBody) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	s.Required = slices.DeleteFunc(s.Required, func(name string) bool { return name == "input_data" })
+	s.Description = "input_data (or its alternate name input) is required."
+	return s
+}
+
+// NewLLMProviderBody is the create body: a patch's fields, name and
+// provider_type required.
+type NewLLMProviderBody llmProviderBody
+
+// TransformSchema marks what a new provider needs.
+func (NewLLMProviderBody) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	s.Required = append(s.Required, "name", "provider_type")
+	return s
+}
