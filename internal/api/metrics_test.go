@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -117,6 +118,8 @@ func TestMetricsCountWhatOperatorsWatch(t *testing.T) {
 		go func() { // the stream may send nothing (not even its headers) for a while
 			defer close(streamDone)
 			if res, err := http.DefaultClient.Do(req); err == nil {
+				b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+				t.Logf("the stream ended: %d %s", res.StatusCode, b) // for a failure's diagnosis
 				res.Body.Close()
 			}
 		}()

@@ -247,7 +247,7 @@ func keys[K comparable, V any](m map[K]V) []K {
 
 // ruleText says in words what a rule asks of the caller.
 func ruleText(rule auth.Rule, method string) string {
-	const bound = " A key bound to an app reaches only that app and what is in it; everything else answers as if absent, or 403."
+	bound := " A key bound to an app reaches only that app and what is in it; everything else answers as if absent, or 403."
 	switch {
 	case rule.Public:
 		return "**Authentication:** none."
@@ -266,6 +266,9 @@ func ruleText(rule auth.Rule, method string) string {
 	other := " Keys with other scopes get 403."
 	if len(scopes) == len(auth.Scopes) {
 		other = ""
+	}
+	if rule.Account {
+		bound = " It acts on the account, not inside one app: a key bound to an app gets 403."
 	}
 	return "**Authentication:** a session, or an API key with one of the scopes " + strings.Join(scopes, ", ") + "." + other + bound
 }

@@ -92,7 +92,6 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 		"FunctionSpec":  {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
 		"Step":          {"input": anyJSON(registry)},
 		"Authenticator": {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
-		"Job":           {"args": anyObject("The job's arguments")},
 	}
 }
 
