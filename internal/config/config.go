@@ -9,15 +9,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/agentplatform/agentplatform/internal/egress"
 )
 
 // Config is every setting of a platform process.
@@ -63,11 +60,9 @@ type Config struct {
 	// NoWorker makes serve run the API only (serve --no-worker).
 	NoWorker bool
 
-	// EgressAllow is AP_EGRESS_ALLOW: comma-separated CIDRs that outbound
-	// calls to user-supplied addresses may reach although they are
-	// private. Validate parses it into EgressAllowed.
-	EgressAllow   string
-	EgressAllowed []netip.Prefix
+	// EgressAllow is AP_EGRESS_ALLOW: the networks that outbound calls to
+	// user-supplied addresses may reach although they are private.
+	EgressAllow CIDRs
 }
 
 // Production reports whether AP_ENV=production.
@@ -155,7 +150,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	str("AP_DEBUG_ADDR", &c.DebugAddr)
 	list("AP_TRUSTED_PROXIES", &c.TrustedProxies)
 	list("AP_CORS_ORIGINS", &c.CORSOrigins)
-	str("AP_EGRESS_ALLOW", &c.EgressAllow)
+	list("AP_EGRESS_ALLOW", &c.EgressAllow)
 	return c, errors.Join(errs...)
 }
 
@@ -176,7 +171,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.LoginFailureLimit, "login-failure-limit", c.LoginFailureLimit, "failed logins per minute per client address (AP_LOGIN_FAILURE_LIMIT)")
 	fs.Var(&c.TrustedProxies, "trusted-proxies", "comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (AP_TRUSTED_PROXIES)")
 	fs.Var(&c.CORSOrigins, "cors-origins", "comma-separated origins allowed to call the API from a browser with a Bearer token (AP_CORS_ORIGINS)")
-	fs.StringVar(&c.EgressAllow, "egress-allow", c.EgressAllow,
+	fs.Var(&c.EgressAllow, "egress-allow",
 		"comma-separated CIDRs that calls to user-supplied URLs may reach although private (AP_EGRESS_ALLOW)")
 }
 
@@ -209,11 +204,6 @@ func (c *Config) Validate() error {
 	case "debug", "info", "warn", "error":
 	default:
 		bad("AP_LOG_LEVEL must be debug, info, warn or error, not %q", c.LogLevel)
-	}
-	if allowed, err := egress.ParseAllow(c.EgressAllow); err != nil {
-		errs = append(errs, err)
-	} else {
-		c.EgressAllowed = allowed
 	}
 	if c.PublicURL == "" {
 		scheme := "http"

@@ -58,3 +58,14 @@ func TestListFlagsOverrideEnvironment(t *testing.T) {
 	require.Equal(t, 3, c.LoginFailureLimit)
 	require.Error(t, fs.Parse([]string{"--trusted-proxies", "nope"}))
 }
+
+func TestEgressAllow(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(envOf(map[string]string{"AP_EGRESS_ALLOW": " 127.0.0.2/32, 10.0.0.0/8,,fd00::/8, 192.168.1.7 "}))
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.2/32,10.0.0.0/8,fd00::/8,192.168.1.7/32", c.EgressAllow.String())
+	for _, bad := range []string{"10.0.0.0/33", "nope", "10.0.0.0/8,localhost", "10/8"} {
+		_, err := FromEnv(envOf(map[string]string{"AP_EGRESS_ALLOW": bad}))
+		require.ErrorContains(t, err, "AP_EGRESS_ALLOW", bad)
+	}
+}

@@ -22,7 +22,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -48,28 +47,6 @@ func New(allow []netip.Prefix) *Guard {
 		g.allow = append(g.allow, p.Masked())
 	}
 	return g
-}
-
-// ParseAllow reads AP_EGRESS_ALLOW: comma-separated CIDRs (a bare address
-// is that one address).
-func ParseAllow(text string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, part := range strings.Split(text, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		p, err := netip.ParsePrefix(part)
-		if err != nil {
-			a, aerr := netip.ParseAddr(part)
-			if aerr != nil {
-				return nil, fmt.Errorf("%s: %q is not a CIDR (e.g. 10.0.0.0/8 or 127.0.0.1/32)", Variable, part)
-			}
-			p = netip.PrefixFrom(a, a.BitLen())
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 // Refused is the error of a call to an address the guard does not allow.

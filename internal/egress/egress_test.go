@@ -122,21 +122,6 @@ func TestCheckURLHonoursAllow(t *testing.T) {
 	require.Error(t, wide.CheckURL("webhook_url", "http://[::1]/x"))
 }
 
-func TestParseAllow(t *testing.T) {
-	t.Parallel()
-	got, err := egress.ParseAllow(" 127.0.0.2/32, 10.0.0.0/8,,fd00::/8, 192.168.1.7 ")
-	require.NoError(t, err)
-	require.Equal(t, []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32"), netip.MustParsePrefix("10.0.0.0/8"),
-		netip.MustParsePrefix("fd00::/8"), netip.MustParsePrefix("192.168.1.7/32")}, got)
-	got, err = egress.ParseAllow("")
-	require.NoError(t, err)
-	require.Empty(t, got)
-	for _, bad := range []string{"10.0.0.0/33", "nope", "10.0.0.0/8,localhost", "10/8"} {
-		_, err := egress.ParseAllow(bad)
-		require.ErrorContains(t, err, "AP_EGRESS_ALLOW", bad)
-	}
-}
-
 func TestRedact(t *testing.T) {
 	t.Parallel()
 	for raw, want := range map[string]string{

@@ -122,7 +122,7 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.Egress = egress.New(s.Config.EgressAllowed)
+	s.Egress = egress.New(s.Config.EgressAllow)
 	s.Apps = apps.New(s.Store, s.Auth, s.Secrets, s.Egress)
 	if err := s.Apps.SeedSystemAgents(ctx); err != nil {
 		return fmt.Errorf("seed system agents: %w", err)
