@@ -13,8 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentplatform/agentplatform/internal/auth"
-	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/server"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -25,25 +23,7 @@ import (
 // (serve --no-worker) or a worker node.
 func runNode(t *testing.T, dsn string, api bool) *server.Server {
 	t.Helper()
-	env := map[string]string{"AP_DATA_DIR": t.TempDir(), "AP_SECRET_KEY": b64key(7), "AP_DATABASE_URL": dsn, "AP_ADDR": "127.0.0.1:0"}
-	cfg, err := config.FromEnv(func(k string) string { return env[k] })
-	require.NoError(t, err)
-	cfg.NoWorker = api
-	require.NoError(t, cfg.Validate())
-	srv, err := server.New(context.Background(), cfg, testdb.Logger(),
-		server.Options{HTTP: api, Password: auth.PasswordParams{Memory: 64, Time: 1, Threads: 1}})
-	require.NoError(t, err)
-	if api {
-		require.NoError(t, srv.Listen())
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	return srv
+	return runNodeWith(t, dsn, api, nil)
 }
 
 // TestEventsCrossNodes is the scale-out path: a client on an API node gets
