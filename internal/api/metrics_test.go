@@ -137,6 +137,9 @@ func TestMetricsCountWhatOperatorsWatch(t *testing.T) {
 		// (Debian: apt-get install prometheus).
 		promtool, err := exec.LookPath("promtool")
 		if err != nil {
+			if testdb.RequireAll() {
+				t.Fatal("promtool is not installed (apt-get install prometheus)")
+			}
 			t.Log("promtool not installed: the scrape was not linted")
 			return
 		}
