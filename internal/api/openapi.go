@@ -143,10 +143,14 @@ func documentOperation(oapi *huma.OpenAPI, op *huma.Operation) {
 			continue
 		}
 		r := &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errSchema}}}
-		if status == http.StatusTooManyRequests {
-			r.Headers = map[string]*huma.Header{"Retry-After": {Description: "Seconds to wait: 60.", Schema: &huma.Schema{Type: huma.TypeInteger}}}
-		}
 		op.Responses[key] = r
+	}
+	if r := op.Responses[strconv.Itoa(http.StatusTooManyRequests)]; r != nil && r.Headers["Retry-After"] == nil {
+		// Every 429 carries it (errors.go), hand-documented ones too.
+		if r.Headers == nil {
+			r.Headers = map[string]*huma.Header{}
+		}
+		r.Headers["Retry-After"] = &huma.Header{Description: "Seconds to wait: 60.", Schema: &huma.Schema{Type: huma.TypeInteger}}
 	}
 }
 
@@ -229,6 +233,8 @@ func errorAnswers(op *huma.Operation, rule auth.Rule) map[int]string {
 		// Every route refuses an oversized body, even one that reads none.
 		add(http.StatusRequestEntityTooLarge, "The request body is over 1 MiB.")
 	}
+	// Every route, before anything else runs (limitHeaders).
+	add(http.StatusRequestHeaderFieldsTooLarge, "The request line and headers are over 64 KiB.")
 	return errs
 }
 

@@ -170,6 +170,10 @@ func TestOpenAPIIsExact(t *testing.T) {
 		if op.OperationID != "healthz" && op.OperationID != "readyz" && op.OperationID != "version" {
 			require.Contains(t, op.Responses, "429", where)
 		}
+		require.Contains(t, op.Responses, "431", "%s: every route refuses oversized headers", where)
+		if r := op.Responses["429"]; r != nil {
+			require.Contains(t, r["headers"], "Retry-After", where)
+		}
 	}
 
 	// A header is documented only where it is sent.
