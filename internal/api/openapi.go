@@ -84,6 +84,24 @@ var extraErrors = map[string]map[int]string{
 
 const activateConflict = "The app or agent is disabled, or the Idempotency-Key was used with a different body or is still being processed."
 
+// limitErrors say what else a 429 means where more than the request rate
+// is limited: password hashing, failed logins, open connections.
+var limitErrors = map[string]string{
+	"register":        hashingBusy,
+	"change-password": hashingBusy,
+	"login": "Or too many failed logins from this client address (AP_LOGIN_FAILURE_LIMIT a minute; " +
+		"then every login from it, right password included, until the minute has passed). " + hashingBusy,
+	"stream-activation":  connectionCap,
+	"activate-agent":     "With `Accept: text/event-stream`: " + connectionCap,
+	"activate-app-agent": "With `Accept: text/event-stream`: " + connectionCap,
+	"create-activation":  "With `Accept: text/event-stream`: " + connectionCap,
+}
+
+const (
+	hashingBusy   = "Or the server is busy checking passwords (a flood of logins or registrations): try again after `Retry-After` seconds."
+	connectionCap = "Or the user already holds the maximum of open WebSocket and SSE connections (100 per node)."
+)
+
 // moreDescriptions say what an operation's summary cannot.
 var moreDescriptions = map[string]string{
 	"register": "The first account of an empty instance is an admin.",
@@ -97,6 +115,12 @@ var moreDescriptions = map[string]string{
 		"the same or a higher version is 409.",
 	"export-manifest":   "Imports back to the same app.",
 	"cancel-activation": "A queued or running activation ends `failed` with the error `Activation cancelled`, and its work stops.",
+	"stream-activation": "When the credential that opened the stream ends (logout, revoked or expired key, password change, " +
+		"disabled account) the stream ends within a second. A user may hold 100 WebSocket and SSE connections at once (per node); " +
+		"beyond that the request answers 429.",
+	"worker-status": "Queue depth by state and the throughput of the last minute and hour; admins also see the worker " +
+		"processes (`workers`, with host, pid and heartbeat), which is absent for everyone else.",
+	"worker-jobs": "Ids, kinds, states, attempts, errors and times of the queue's jobs; never an activation's input or output.",
 }
 
 // responseHeaders document the headers success answers name.
@@ -226,6 +250,9 @@ func errorAnswers(op *huma.Operation, rule auth.Rule) map[int]string {
 	if op.Metadata[unlimitedKey] != true {
 		add(http.StatusTooManyRequests, "Rate limit exceeded: wait `Retry-After` seconds.")
 	}
+	if desc, ok := limitErrors[op.OperationID]; ok {
+		add(http.StatusTooManyRequests, desc)
+	}
 	for status, desc := range extraErrors[op.OperationID] {
 		add(status, desc)
 	}
@@ -289,6 +316,11 @@ func finishDocument(oapi *huma.OpenAPI) error {
 	for id := range extraErrors {
 		if findOperation(oapi, id) == nil {
 			return fmt.Errorf("api: extraErrors names no operation %q", id)
+		}
+	}
+	for id := range limitErrors {
+		if findOperation(oapi, id) == nil {
+			return fmt.Errorf("api: limitErrors names no operation %q", id)
 		}
 	}
 	for id := range moreDescriptions {

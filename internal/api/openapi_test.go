@@ -176,6 +176,20 @@ func TestOpenAPIIsExact(t *testing.T) {
 		}
 	}
 
+	// What the hashing bound, the failed-login limit and the connection
+	// cap answer.
+	for _, id := range []string{"register", "login", "change-password"} {
+		require.Contains(t, doc.op(t, id).Responses["429"]["description"], "password", id)
+	}
+	require.Contains(t, doc.op(t, "login").Responses["429"]["description"], "AP_LOGIN_FAILURE_LIMIT")
+	for _, id := range []string{"stream-activation", "events-websocket", "activate-agent", "activate-app-agent", "create-activation"} {
+		require.Contains(t, doc.op(t, id).Responses["429"]["description"], "connections", id)
+	}
+	for _, id := range []string{"stream-activation", "events-websocket"} {
+		require.Contains(t, doc.op(t, id).Description, "within a second", "%s says it ends with its credential", id)
+	}
+	require.Contains(t, doc.Info["description"], "AP_CORS_ORIGINS")
+
 	// A header is documented only where it is sent.
 	for _, id := range []string{"get-activation", "cancel-activation", "get-app-activation"} {
 		require.NotContains(t, doc.op(t, id).Responses["200"], "headers", id)
