@@ -358,6 +358,14 @@ func finishDocument(oapi *huma.OpenAPI) error {
 		all[s] = true
 	}
 	for s := range all {
+		for _, p := range s.Properties {
+			if p.Ref != "" {
+				// A $ref stands alone: OpenAPI 3.0 (the downgraded
+				// document) ignores its siblings, and linters refuse them.
+				// Its target describes itself.
+				p.Description = ""
+			}
+		}
 		open, isBool := s.AdditionalProperties.(bool)
 		switch {
 		case len(s.Properties) > 0 && isBool && open && inResponse[s] && !inRequest[s]:
