@@ -151,20 +151,17 @@ func (a *API) activateSimple(ctx context.Context, in *activateSimpleInput) (*act
 	return out, nil
 }
 
+// activationOutput answers with an activation that exists already (the
+// activate calls answer createdOutput, with its headers).
 type activationOutput struct {
-	Replayed string `header:"Idempotent-Replayed"`
-	Body     Activation
+	Body Activation
 }
 
-func fullAnswer(act *store.Activation, replayed bool, err error) (*activationOutput, error) {
+func fullAnswer(act *store.Activation, err error) (*activationOutput, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &activationOutput{Body: activationOut(act)}
-	if replayed {
-		out.Replayed = "true"
-	}
-	return out, nil
+	return &activationOutput{Body: activationOut(act)}, nil
 }
 
 type activateInAppInput struct {
@@ -223,7 +220,7 @@ type activationIDInput struct {
 
 func (a *API) getActivation(ctx context.Context, in *activationIDInput) (*activationOutput, error) {
 	act, err := a.Activations.Get(ctx, mustCaller(ctx), in.ActivationID)
-	return fullAnswer(act, false, err)
+	return fullAnswer(act, err)
 }
 
 func (a *API) cancelActivation(ctx context.Context, in *activationIDInput) (*activationOutput, error) {
@@ -232,7 +229,7 @@ func (a *API) cancelActivation(ctx context.Context, in *activationIDInput) (*act
 		return nil, err
 	}
 	act, err = a.Activations.Cancel(ctx, act)
-	return fullAnswer(act, false, err)
+	return fullAnswer(act, err)
 }
 
 type appActivationInput struct {
@@ -245,7 +242,7 @@ func (a *API) getAppActivation(ctx context.Context, in *appActivationInput) (*ac
 	if err == nil && act.AppID != in.AppID {
 		err = apperr.NotFoundf("Activation not found")
 	}
-	return fullAnswer(act, false, err)
+	return fullAnswer(act, err)
 }
 
 // Activation lists.

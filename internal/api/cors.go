@@ -10,7 +10,7 @@ import (
 const (
 	corsAllowMethods  = "GET, HEAD, POST, PUT, PATCH, DELETE"
 	corsAllowHeaders  = "Authorization, Content-Type, Accept, Prefer, Idempotency-Key, X-Admin-Reason, Last-Event-ID"
-	corsExposeHeaders = "X-Request-ID, Location, Retry-After, Preference-Applied"
+	corsExposeHeaders = "X-Request-ID, Location, Retry-After, Preference-Applied, Idempotent-Replayed"
 )
 
 // cors answers browsers on the origins of AP_CORS_ORIGINS, preflights

@@ -170,7 +170,7 @@ func TestCORS(t *testing.T) {
 	// The request itself: readable by the script, with the headers it needs.
 	r = e.do("PATCH", "/api/v1/users/me", map[string]any{"first_name": "Ada"}, listed, bearer(token)).expect(t, 200)
 	require.Equal(t, "https://app.example.com", r.Header.Get("Access-Control-Allow-Origin"))
-	for _, h := range []string{"X-Request-ID", "Location", "Retry-After", "Preference-Applied"} {
+	for _, h := range []string{"X-Request-ID", "Location", "Retry-After", "Preference-Applied", "Idempotent-Replayed"} {
 		require.Contains(t, r.Header.Get("Access-Control-Expose-Headers"), h)
 	}
 	require.Empty(t, r.Header.Get("Access-Control-Allow-Credentials"))

@@ -84,6 +84,24 @@ var extraErrors = map[string]map[int]string{
 
 const activateConflict = "The app or agent is disabled, or the Idempotency-Key was used with a different body or is still being processed."
 
+// limitErrors say what else a 429 means where more than the request rate
+// is limited: password hashing, failed logins, open connections.
+var limitErrors = map[string]string{
+	"register":        hashingBusy,
+	"change-password": hashingBusy,
+	"login": "Or too many failed logins from this client address (AP_LOGIN_FAILURE_LIMIT a minute; " +
+		"then every login from it, right password included, until the minute has passed). " + hashingBusy,
+	"stream-activation":  connectionCap,
+	"activate-agent":     "With `Accept: text/event-stream`: " + connectionCap,
+	"activate-app-agent": "With `Accept: text/event-stream`: " + connectionCap,
+	"create-activation":  "With `Accept: text/event-stream`: " + connectionCap,
+}
+
+const (
+	hashingBusy   = "Or the server is busy checking passwords (a flood of logins or registrations): try again after `Retry-After` seconds."
+	connectionCap = "Or the user already holds the maximum of open WebSocket and SSE connections (100 per node)."
+)
+
 // moreDescriptions say what an operation's summary cannot.
 var moreDescriptions = map[string]string{
 	"register": "The first account of an empty instance is an admin.",
@@ -97,6 +115,12 @@ var moreDescriptions = map[string]string{
 		"the same or a higher version is 409.",
 	"export-manifest":   "Imports back to the same app.",
 	"cancel-activation": "A queued or running activation ends `failed` with the error `Activation cancelled`, and its work stops.",
+	"stream-activation": "When the credential that opened the stream ends (logout, revoked or expired key, password change, " +
+		"disabled account) the stream ends within a second. A user may hold 100 WebSocket and SSE connections at once (per node); " +
+		"beyond that the request answers 429.",
+	"worker-status": "Queue depth by state and the throughput of the last minute and hour; admins also see the worker " +
+		"processes (`workers`, with host, pid and heartbeat), which is absent for everyone else.",
+	"worker-jobs": "Ids, kinds, states, attempts, errors and times of the queue's jobs; never an activation's input or output.",
 }
 
 // responseHeaders document the headers success answers name.
@@ -143,10 +167,14 @@ func documentOperation(oapi *huma.OpenAPI, op *huma.Operation) {
 			continue
 		}
 		r := &huma.Response{Description: desc, Content: map[string]*huma.MediaType{"application/json": {Schema: errSchema}}}
-		if status == http.StatusTooManyRequests {
-			r.Headers = map[string]*huma.Header{"Retry-After": {Description: "Seconds to wait: 60.", Schema: &huma.Schema{Type: huma.TypeInteger}}}
-		}
 		op.Responses[key] = r
+	}
+	if r := op.Responses[strconv.Itoa(http.StatusTooManyRequests)]; r != nil && r.Headers["Retry-After"] == nil {
+		// Every 429 carries it (errors.go), hand-documented ones too.
+		if r.Headers == nil {
+			r.Headers = map[string]*huma.Header{}
+		}
+		r.Headers["Retry-After"] = &huma.Header{Description: "Seconds to wait: 60.", Schema: &huma.Schema{Type: huma.TypeInteger}}
 	}
 }
 
@@ -222,6 +250,9 @@ func errorAnswers(op *huma.Operation, rule auth.Rule) map[int]string {
 	if op.Metadata[unlimitedKey] != true {
 		add(http.StatusTooManyRequests, "Rate limit exceeded: wait `Retry-After` seconds.")
 	}
+	if desc, ok := limitErrors[op.OperationID]; ok {
+		add(http.StatusTooManyRequests, desc)
+	}
 	for status, desc := range extraErrors[op.OperationID] {
 		add(status, desc)
 	}
@@ -229,6 +260,8 @@ func errorAnswers(op *huma.Operation, rule auth.Rule) map[int]string {
 		// Every route refuses an oversized body, even one that reads none.
 		add(http.StatusRequestEntityTooLarge, "The request body is over 1 MiB.")
 	}
+	// Every route, before anything else runs (limitHeaders).
+	add(http.StatusRequestHeaderFieldsTooLarge, "The request line and headers are over 64 KiB.")
 	return errs
 }
 
@@ -285,6 +318,11 @@ func finishDocument(oapi *huma.OpenAPI) error {
 			return fmt.Errorf("api: extraErrors names no operation %q", id)
 		}
 	}
+	for id := range limitErrors {
+		if findOperation(oapi, id) == nil {
+			return fmt.Errorf("api: limitErrors names no operation %q", id)
+		}
+	}
 	for id := range moreDescriptions {
 		if findOperation(oapi, id) == nil {
 			return fmt.Errorf("api: moreDescriptions names no operation %q", id)
@@ -320,6 +358,14 @@ func finishDocument(oapi *huma.OpenAPI) error {
 		all[s] = true
 	}
 	for s := range all {
+		for _, p := range s.Properties {
+			if p.Ref != "" {
+				// A $ref stands alone: OpenAPI 3.0 (the downgraded
+				// document) ignores its siblings, and linters refuse them.
+				// Its target describes itself.
+				p.Description = ""
+			}
+		}
 		open, isBool := s.AdditionalProperties.(bool)
 		switch {
 		case len(s.Properties) > 0 && isBool && open && inResponse[s] && !inRequest[s]:

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -70,6 +72,15 @@ func (c *contract) check(method, template string, r *resp) {
 	c.mu.Unlock()
 	doc := op.Responses[strconv.Itoa(r.Status)]
 	require.NotNil(c.t, doc, "%s %s answered %d, which the document does not list: %s", method, template, r.Status, r.Body)
+	for _, name := range perAnswerHeaders {
+		if r.Header.Get(name) != "" {
+			require.Contains(c.t, doc.Headers, name, "%s %s %d sends %s: the document lists it", method, template, r.Status, name)
+		}
+	}
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
+		require.NotNil(c.t, doc.Content["text/event-stream"], "%s %s %d: a stream the document does not list", method, template, r.Status)
+		return
+	}
 	mt := doc.Content["application/json"]
 	if mt == nil {
 		require.Empty(c.t, r.Body, "%s %s %d has no documented body", method, template, r.Status)
@@ -79,6 +90,10 @@ func (c *contract) check(method, template string, r *resp) {
 	require.NoError(c.t, json.Unmarshal(r.Body, &v), "%s %s: %s", method, template, r.Body)
 	c.valid(mt.Schema, v, method+" "+template+" "+strconv.Itoa(r.Status))
 }
+
+// perAnswerHeaders are the headers the document lists where they are sent
+// (the introduction promises X-Request-ID on every answer).
+var perAnswerHeaders = []string{"Location", "Set-Cookie", "Retry-After", "Preference-Applied", "Idempotent-Replayed"}
 
 func (c *contract) valid(schema *huma.Schema, v any, where string) {
 	c.t.Helper()
@@ -164,6 +179,34 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 			c.call(200, "GET", "/api/v1/activations/{activation_id}/deliveries", one(id), nil, as)
 		}
 		c.call(409, "POST", "/api/v1/activations/{activation_id}/cancel", one(ids[0]), nil, as)
+
+		// Create-and-wait, create-and-stream, and the stream.
+		waited := c.call(201, "POST", "/api/v1/apps/{app_id}/agents/{agent_id}/activate", one(app, agent), input, as, header("Prefer", "wait=20"))
+		require.Equal(t, "wait=20", waited.Header.Get("Preference-Applied"))
+		require.Equal(t, "completed", waited.str("status"))
+		c.call(201, "POST", "/api/v1/agents/{agent_id}/activate", one(agent), input, as, header("Prefer", "wait=20"))
+		streamed := c.call(201, "POST", "/api/v1/activations", none, map[string]any{"agent_id": agent, "input_data": map[string]any{"prompt": "s"}},
+			as, header("Accept", "text/event-stream"))
+		require.Contains(t, string(streamed.Body), "event: activation")
+		c.call(200, "GET", "/api/v1/activations/{activation_id}/stream", one(ids[0]), nil, as)
+		c.call(204, "GET", "/api/v1/activations/{activation_id}/stream", one(ids[0]), nil, as, header("Last-Event-ID", "end"))
+
+		// A webhook delivery that will be retried.
+		var hits atomic.Int32
+		rcv := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if hits.Add(1) == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}
+		}))
+		hooked := c.call(201, "POST", "/api/v1/agents/{agent_id}/activate", one(agent), map[string]any{"input_data": map[string]any{"prompt": "w"},
+			"metadata": map[string]any{"webhook_url": rcv.URL + "/hook"}}, as).str("activation_id")
+		e.awaitDeliveries(admin, hooked, 1)
+		dl := list(c.call(200, "GET", "/api/v1/activations/{activation_id}/deliveries", one(hooked), nil, as), "deliveries")[0]
+		require.Equal(t, "retrying", dl["state"])
+		require.NotEmpty(t, dl["next_attempt_at"])
+
+		// Oversized headers, on any route.
+		c.call(431, "GET", "/api/v1/users/me", none, nil, as, header("X-Pad", strings.Repeat("a", 65<<10)))
 		c.call(200, "GET", "/api/v1/activations", none, nil, as)
 		c.call(400, "GET", "/api/v1/activations?limit=0", none, nil, as)
 		c.call(200, "GET", "/api/v1/agents/{agent_id}/activations", one(agent), nil, as)

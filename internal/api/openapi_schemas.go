@@ -36,9 +36,13 @@ const docDescription = "Host apps and AI agents: accounts, API keys, apps, agent
 	"as if absent; an admin reaches it only with an `X-Admin-Reason` header, and the access is audited.\n\n" +
 	"**Errors.** Every error body is `{detail, status_code, error_type}`; a 400 names the field at fault. " +
 	"Every answer carries `X-Request-ID`.\n\n" +
-	"**Requests.** JSON bodies up to 1 MiB; unknown fields are ignored. Lists take `limit` (1 to 1000) and `offset`, " +
+	"**Requests.** JSON bodies up to 1 MiB (413 beyond), request line and headers up to 64 KiB (431 beyond); " +
+	"unknown fields are ignored. Lists take `limit` (1 to 1000) and `offset`, " +
 	"and answer their items with `total_count` and `has_more`.\n\n" +
-	"**Rate limit.** Requests per minute per user (per address when anonymous), 429 with `Retry-After` beyond."
+	"**Rate limit.** Requests per minute per user, all of a user's keys and sessions together (per address when anonymous); " +
+	"refused requests (401, 403) count too. 429 with `Retry-After` beyond.\n\n" +
+	"**Browsers on other origins.** Scripts on the origins listed in AP_CORS_ORIGINS may call the API with a Bearer token " +
+	"(CORS, preflights included); a session cookie is never accepted cross-origin."
 
 // anyObject is an explicit "any JSON object".
 func anyObject(desc string) *huma.Schema {

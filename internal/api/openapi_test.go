@@ -170,6 +170,28 @@ func TestOpenAPIIsExact(t *testing.T) {
 		if op.OperationID != "healthz" && op.OperationID != "readyz" && op.OperationID != "version" {
 			require.Contains(t, op.Responses, "429", where)
 		}
+		require.Contains(t, op.Responses, "431", "%s: every route refuses oversized headers", where)
+		if r := op.Responses["429"]; r != nil {
+			require.Contains(t, r["headers"], "Retry-After", where)
+		}
+	}
+
+	// What the hashing bound, the failed-login limit and the connection
+	// cap answer.
+	for _, id := range []string{"register", "login", "change-password"} {
+		require.Contains(t, doc.op(t, id).Responses["429"]["description"], "password", id)
+	}
+	require.Contains(t, doc.op(t, "login").Responses["429"]["description"], "AP_LOGIN_FAILURE_LIMIT")
+	for _, id := range []string{"stream-activation", "events-websocket", "activate-agent", "activate-app-agent", "create-activation"} {
+		require.Contains(t, doc.op(t, id).Responses["429"]["description"], "connections", id)
+	}
+	for _, id := range []string{"stream-activation", "events-websocket"} {
+		require.Contains(t, doc.op(t, id).Description, "within a second", "%s says it ends with its credential", id)
+	}
+	require.Contains(t, doc.Info["description"], "AP_CORS_ORIGINS")
+	// A header is documented only where it is sent.
+	for _, id := range []string{"get-activation", "cancel-activation", "get-app-activation"} {
+		require.NotContains(t, doc.op(t, id).Responses["200"], "headers", id)
 	}
 
 	// The answers whose status the request chooses.
@@ -283,6 +305,9 @@ func TestOpenAPIIsExact(t *testing.T) {
 	walk = func(where string, s map[string]any) {
 		if s == nil {
 			return
+		}
+		if s["$ref"] != nil {
+			require.Len(t, s, 1, "%s: a $ref has no siblings (OpenAPI 3.0 ignores them)", where)
 		}
 		if typ, ok := s["type"].([]any); ok {
 			require.False(t, slices.Contains(typ, "array") && slices.Contains(typ, "null"), "%s: an array is never null", where)
