@@ -95,9 +95,15 @@ func (s *Service) waitSlot(ctx context.Context) (release func(), err error) {
 	}
 }
 
+// trackLocal tracks the local run of activation id (see track), before
+// the creating transaction claims it.
+func (s *Service) trackLocal(id string) *tracked {
+	return s.track(s.local.Load().ctx, id)
+}
+
 // runLocal runs an activation the creating transaction claimed for this
-// process; release frees its claim once it has executed.
-func (s *Service) runLocal(a *store.Activation, agent *store.Agent, jobID int64, release func()) {
+// process, tracked as r; release frees its claim once it has executed.
+func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, jobID int64, release func()) {
 	l := s.local.Load()
 	l.wg.Add(1)
 	go func() {
@@ -110,7 +116,7 @@ func (s *Service) runLocal(a *store.Activation, agent *store.Agent, jobID int64,
 			}
 			return func() { free(); release() }, nil
 		}
-		if err := s.runClaimed(l.ctx, a, agent, jobID, slot); err != nil && err != errShutdown {
+		if err := s.runClaimed(l.ctx, r, a, agent, jobID, slot); err != nil && err != errShutdown {
 			s.Log.Error("run activation", "activation_id", a.ID, "err", err)
 		}
 	}()

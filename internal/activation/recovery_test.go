@@ -60,18 +60,23 @@ type bundle struct {
 }
 
 // setup builds the service on a migrated database of dialect d; the queue
-// runs only when work is true.
-func setup(t *testing.T, d store.Dialect, work bool, opts activation.Options) *bundle {
+// runs only when work is true. with, if given, changes the service's
+// dependencies before it is built.
+func setup(t *testing.T, d store.Dialect, work bool, opts activation.Options, with ...func(*activation.Deps)) *bundle {
 	t.Helper()
 	ctx := context.Background()
 	s := testdb.Open(t, d)
 	q := queue.New(s, testdb.Logger(), queue.Options{RunWorkers: work, Workers: 4, FetchPollInterval: 20 * time.Millisecond, FetchCooldown: time.Millisecond})
 	authSvc, err := auth.New(s, testdb.Logger(), auth.Options{SessionTTL: time.Hour, Password: auth.PasswordParams{Memory: 64, Time: 1, Threads: 1}})
 	require.NoError(t, err)
-	svc := activation.New(activation.Deps{Store: s, Auth: authSvc, Queue: q, Log: testdb.Logger(), Agents: ownAgents{s}, Events: noEvents{},
+	deps := activation.Deps{Store: s, Auth: authSvc, Queue: q, Log: testdb.Logger(), Agents: ownAgents{s}, Events: noEvents{},
 		Resolve: func(context.Context, string, string) (llm.Client, string, string, error) {
 			return echo{}, "echo", "echo", nil
-		}}, opts)
+		}}
+	for _, f := range with {
+		f(&deps)
+	}
+	svc := activation.New(deps, opts)
 	require.NoError(t, q.Start(ctx))
 	t.Cleanup(func() { require.NoError(t, q.Stop(context.Background())) })
 

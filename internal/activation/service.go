@@ -200,7 +200,9 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	// activation and this process runs it (local.go).
 	release := s.takeClaim()
 	claimed := *a
+	var run *tracked
 	if release != nil {
+		run = s.trackLocal(a.ID)
 		claimed.Status, claimed.StartedAt, claimed.WorkerID, claimed.Attempt = store.StatusRunning, &a.CreatedAt, s.opts.WorkerID, 1
 		evs = append(evs, s.event(events.ActivationStarted, &claimed))
 	}
@@ -225,6 +227,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		return s.Events.Append(ctx, tx, ptrs...)
 	})
 	if err != nil && release != nil {
+		s.untrack(run)
 		release()
 	}
 	if errors.Is(err, store.ErrConflict) && r.IdempotencyKey != "" {
@@ -241,7 +244,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	}
 	s.Events.Publish(ctx, evs...)
 	if release != nil {
-		s.runLocal(&claimed, agent, jobID, release)
+		s.runLocal(run, &claimed, agent, jobID, release)
 	}
 	return a, false, nil
 }

@@ -59,6 +59,10 @@ var (
 // run claims activation id and runs it, for River; the caller holds an
 // execution slot, which release frees.
 func (s *Service) run(ctx context.Context, id string, release func()) error {
+	r := s.track(ctx, id)
+	if r == nil {
+		return nil // running on this process already
+	}
 	var started events.Event
 	var a *store.Activation
 	err := s.Store.InTx(ctx, func(tx *store.Store) error {
@@ -70,23 +74,53 @@ func (s *Service) run(ctx context.Context, id string, release func()) error {
 		started = s.event(events.ActivationStarted, a)
 		return s.Events.Append(ctx, tx, &started)
 	})
-	if err != nil {
-		return err
-	}
-	if a == nil {
-		return nil // not queued any more: cancelled, or a duplicate job
+	if err != nil || a == nil {
+		s.untrack(r)
+		return err // a == nil: not queued any more, cancelled, or a duplicate job
 	}
 	s.Events.Publish(ctx, started)
 	held := func(context.Context) (func(), error) { return release, nil }
-	return s.runClaimed(ctx, a, nil, 0, held)
+	return s.runClaimed(ctx, r, a, nil, 0, held)
+}
+
+// tracked is a run that Cancel on this node reaches through s.running.
+type tracked struct {
+	id     string
+	ctx    context.Context // the run's context; cancel ends it
+	cancel context.CancelCauseFunc
+}
+
+// track registers a run of activation id, under ctx, for Cancel on this
+// node; nil means a run of id is tracked here already. A run is tracked
+// before the commit that claims its activation, never after: a cancel that
+// commits once the activation is claimed then always finds the run to stop,
+// however late the run gets going (the goroutine of a local run may start
+// well after Create has answered when the machine is busy), and a run
+// cancelled before it starts never reaches the provider.
+func (s *Service) track(ctx context.Context, id string) *tracked {
+	runCtx, cancel := context.WithCancelCause(ctx)
+	r := &tracked{id: id, ctx: runCtx, cancel: cancel}
+	if _, dup := s.running.LoadOrStore(id, cancel); dup {
+		cancel(nil)
+		return nil
+	}
+	return r
+}
+
+// untrack ends tracked run r.
+func (s *Service) untrack(r *tracked) {
+	s.running.Delete(r.id)
+	r.cancel(nil)
 }
 
 // runClaimed runs activation a, claimed by this process, and records its
 // end. slot waits for an execution slot and returns what frees it, which
 // happens as soon as the agent has run: recording the end needs no slot.
-// agent is a's agent when the caller has it, else nil; jobID is the fast
-// path's deferred job (deleted at the end), else 0.
-func (s *Service) runClaimed(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, slot func(context.Context) (func(), error)) error {
+// r is the run, tracked since before a was claimed (track), and ended
+// here. agent is a's agent when the caller has it, else nil; jobID is the
+// fast path's deferred job (deleted at the end), else 0.
+func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, jobID int64, slot func(context.Context) (func(), error)) error {
+	defer s.untrack(r)
 	if agent == nil {
 		var err error
 		if agent, err = s.Store.AgentGet(ctx, a.AgentID); err != nil {
@@ -95,14 +129,17 @@ func (s *Service) runClaimed(ctx context.Context, a *store.Activation, agent *st
 	}
 	// Cancel on this node interrupts the run through runCtx, whether it
 	// executes or still waits for a slot.
-	runCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	s.running.Store(a.ID, cancel)
-	defer s.running.Delete(a.ID)
+	runCtx, cancel := r.ctx, r.cancel
 
 	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
 	var output json.RawMessage
 	release, runErr := slot(runCtx)
+	if runErr == nil && runCtx.Err() != nil {
+		// Cancelled before it could start (a slot that came free at the
+		// same moment may have won the wait): the agent does not run.
+		release()
+		runErr = runCtx.Err()
+	}
 	cause := context.Cause(runCtx)
 	if runErr == nil {
 		execCtx, stopTimer := context.WithTimeoutCause(runCtx, timeout, errTimedOut)

@@ -1,0 +1,117 @@
+package activation_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/activation"
+	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+// cancelOnEvent is the event bus of a client that cancels an activation the
+// moment it hears an event of type typ about it: inside Publish, after the
+// commit that claimed the activation and before the process that claimed it
+// has started the run (as when that process is busy).
+type cancelOnEvent struct {
+	noEvents
+	typ   string
+	svc   atomic.Pointer[activation.Service]
+	store *store.Store
+
+	mu   sync.Mutex
+	errs []error // of the cancels made
+}
+
+func (c *cancelOnEvent) Publish(ctx context.Context, evs ...events.Event) {
+	for _, ev := range evs {
+		if ev.Type != c.typ {
+			continue
+		}
+		a, err := c.store.ActivationGet(ctx, ev.ActivationID)
+		if err == nil {
+			_, err = c.svc.Load().Cancel(ctx, a)
+		}
+		c.mu.Lock()
+		c.errs = append(c.errs, err)
+		c.mu.Unlock()
+	}
+}
+
+func (c *cancelOnEvent) cancels() []error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]error(nil), c.errs...)
+}
+
+// countingEcho is a provider that counts the calls that reach it.
+type countingEcho struct{ calls *atomic.Int32 }
+
+func (c countingEcho) Complete(ctx context.Context, r llm.Request) (*llm.Response, error) {
+	c.calls.Add(1)
+	return echo{}.Complete(ctx, r)
+}
+
+// TestCancelBeforeTheRunStartsNeverReachesTheProvider: a cancel committed
+// once an activation is claimed, but before its run has got going, stops
+// the run before the provider is called, on the fast path (claimed by the
+// creating transaction) and on River's (claimed by the job).
+func TestCancelBeforeTheRunStartsNeverReachesTheProvider(t *testing.T) {
+	t.Parallel()
+	for _, path := range []struct {
+		name, cancelOn string
+		local          bool
+	}{
+		{"local", events.ActivationCreated, true},
+		{"river", events.ActivationStarted, false},
+	} {
+		t.Run(path.name, func(t *testing.T) {
+			t.Parallel()
+			testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+				var calls atomic.Int32
+				bus := &cancelOnEvent{typ: path.cancelOn}
+				b := setup(t, d, true, activation.Options{Concurrency: 1}, func(deps *activation.Deps) {
+					bus.store = deps.Store
+					deps.Events = bus
+					deps.Resolve = func(context.Context, string, string) (llm.Client, string, string, error) {
+						return countingEcho{&calls}, "echo", "echo", nil
+					}
+				})
+				bus.svc.Store(b.svc)
+				ctx := context.Background()
+				if path.local { // this process works jobs: the fast path is on
+					r, err := b.svc.StartRecovery(ctx)
+					require.NoError(t, err)
+					t.Cleanup(func() { r.Stop(context.Background()) })
+				}
+
+				a, _, err := b.svc.Create(ctx, b.caller, activation.Request{AgentID: b.agent.ID, InputData: json.RawMessage(`{"prompt":"hi"}`)})
+				require.NoError(t, err)
+				got := awaitEnd(t, b.store, a.ID)
+				require.Equal(t, activation.ErrCancelled, *got.Error)
+				// The run is over once its job is: deleted (the fast
+				// path's deferred job) or completed (River's).
+				require.Eventually(t, func() bool {
+					jobs, err := b.svc.Jobs(ctx, "", 10)
+					require.NoError(t, err)
+					for _, j := range jobs {
+						if j.State != "completed" {
+							return false
+						}
+					}
+					return true
+				}, 20*time.Second, 10*time.Millisecond)
+				require.Equal(t, []error{nil}, bus.cancels(), "cancelled once, while claimed")
+				require.Zero(t, calls.Load(), "the cancelled run never reached the provider")
+			})
+		})
+	}
+}
