@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/llm/llmtest"
@@ -36,12 +37,15 @@ func metric(t *testing.T, scrape []byte, series string) float64 {
 
 func (e *env) scrape() []byte { return e.do("GET", "/metrics", nil).expect(e.t, 200).Body }
 
-// waitMetric polls the scrape until series satisfies ok.
+// waitMetric polls the scrape until series satisfies ok. A failure shows
+// the last value read (a message given to Eventually would be formatted
+// before the first poll).
 func (e *env) waitMetric(series string, ok func(float64) bool) {
 	e.t.Helper()
-	var v float64
-	require.Eventually(e.t, func() bool { v = metric(e.t.(*testing.T), e.scrape(), series); return ok(v) },
-		20*time.Second, 10*time.Millisecond, "%s = %v", series, v)
+	require.EventuallyWithT(e.t, func(c *assert.CollectT) {
+		v := metric(e.t.(*testing.T), e.scrape(), series)
+		assert.True(c, ok(v), "%s = %v", series, v)
+	}, 20*time.Second, 10*time.Millisecond)
 }
 
 // The operations metrics of DESIGN §4: every activation end by status
@@ -105,7 +109,11 @@ func TestMetricsCountWhatOperatorsWatch(t *testing.T) {
 		require.Equal(t, 1.0, metric(t, e.scrape(), `agentplatform_activations_total{status="failed"}`))
 
 		// A cancelled run is failed too; an SSE stream of it counts while
-		// open.
+		// open. The stream's head comes once the stream is open and counted
+		// (it is flushed at once), and the stream stays open until the
+		// gauge has been read: a client that closed it on receiving the
+		// head left it counted for a few milliseconds, which polling
+		// scrapes missed.
 		g := e.llmAgent(token, map[string]any{"model": "gpt", "provider_id": "openai"}, 60)
 		id = e.do("POST", "/api/v1/agents/"+g.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "hang"}}, bearer(token)).expect(t, 201).str("activation_id")
 		fake.WaitCalls(t, 3)
@@ -114,18 +122,15 @@ func TestMetricsCountWhatOperatorsWatch(t *testing.T) {
 		req, err := http.NewRequestWithContext(ctx, "GET", e.url+"/api/v1/activations/"+id+"/stream", nil)
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+token)
-		streamDone := make(chan struct{})
-		go func() { // the stream may send nothing (not even its headers) for a while
-			defer close(streamDone)
-			if res, err := http.DefaultClient.Do(req); err == nil {
-				b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
-				t.Logf("the stream ended: %d %s", res.StatusCode, b) // for a failure's diagnosis
-				res.Body.Close()
-			}
-		}()
-		e.waitMetric(`agentplatform_open_connections{kind="sse"}`, func(v float64) bool { return v == 1 })
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		if v := metric(t, e.scrape(), `agentplatform_open_connections{kind="sse"}`); res.StatusCode != http.StatusOK || v != 1 {
+			stopStream()
+			b, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+			t.Fatalf("open SSE connections: %v with the stream open; the stream answered %d: %s", v, res.StatusCode, b)
+		}
 		stopStream()
-		<-streamDone
 		e.waitMetric(`agentplatform_open_connections{kind="sse"}`, func(v float64) bool { return v == 0 })
 		e.do("POST", "/api/v1/activations/"+id+"/cancel", nil, bearer(token)).expect(t, 200)
 		s = e.scrape()
