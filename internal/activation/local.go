@@ -31,9 +31,13 @@ type local struct {
 	claims chan struct{}
 	slots  chan struct{} // one token per executing activation (AP_WORKERS)
 	paused atomic.Bool   // the queue is paused: run nothing locally
-	ctx    context.Context
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	// pauseMu and pauseGen order this process's own pause changes and the
+	// refreshes, so that a refresh read before a change cannot undo it.
+	pauseMu  sync.Mutex
+	pauseGen uint64
+	ctx      context.Context
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
 }
 
 // deferFor is when a locally run activation's job becomes due: after the
@@ -137,8 +141,16 @@ func (s *Service) refreshPaused(ctx context.Context) {
 	if l == nil {
 		return
 	}
+	l.pauseMu.Lock()
+	gen := l.pauseGen
+	l.pauseMu.Unlock()
 	q, err := s.Queue.Client().QueueGet(ctx, queue.Activations)
-	if err == nil {
+	if err != nil {
+		return
+	}
+	l.pauseMu.Lock()
+	defer l.pauseMu.Unlock()
+	if l.pauseGen == gen {
 		l.paused.Store(q.PausedAt != nil)
 	}
 }

@@ -449,7 +449,10 @@ func (s *Service) event(typ string, a *store.Activation) events.Event {
 // activations wait, nothing is lost.
 func (s *Service) SetPaused(ctx context.Context, paused bool) error {
 	if l := s.local.Load(); l != nil {
+		l.pauseMu.Lock()
+		l.pauseGen++
 		l.paused.Store(paused)
+		l.pauseMu.Unlock()
 	}
 	if paused {
 		return s.Queue.Client().QueuePause(ctx, queue.Activations, nil)
