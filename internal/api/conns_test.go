@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/llm/llmtest"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -199,11 +200,15 @@ func (s *heldStream) requireEnded(t *testing.T, since time.Time) {
 func TestStreamEndsWithItsCredential(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		e := newEnv(t, d, nil)
+		// The run waits on a blocked LLM, so the stream has no end of its
+		// own (a paused queue may still run an activation it already got).
+		fake := llmtest.NewOpenAI(t)
+		release := fake.Block()
+		e := newEnv(t, d, map[string]string{"AP_OPENAI_BASE_URL": fake.URL, "AP_OPENAI_API_KEY": "sk-test"})
+		t.Cleanup(release) // before the server stops, so that it need not wait for the run
 		admin := e.signup("admin@example.com")
 		adminID := e.do("GET", "/api/v1/users/me", nil, bearer(admin)).expect(t, 200).str("id")
-		f := e.llmAgent(admin, nil, 0)
-		e.do("POST", "/api/v1/worker/pause", nil, bearer(admin)).expect(t, 200)
+		f := e.llmAgent(admin, map[string]any{"model": "gpt", "provider_id": "openai"}, 60)
 		id := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "x"}},
 			bearer(admin)).expect(t, 201).str("activation_id")
 
@@ -223,12 +228,14 @@ func TestStreamEndsWithItsCredential(t *testing.T) {
 // per user (100); beyond it the handshake answers 429 with the error body.
 func TestConnectionsPerUserCapped(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, store.SQLite, nil)
+	fake := llmtest.NewOpenAI(t)
+	release := fake.Block() // the run does not end while the test runs, nor does its stream
+	e := newEnv(t, store.SQLite, map[string]string{"AP_OPENAI_BASE_URL": fake.URL, "AP_OPENAI_API_KEY": "sk-test"})
+	t.Cleanup(release) // before the server stops, so that it need not wait for the run
 	admin := e.signup("admin@example.com")
 	adminID := e.do("GET", "/api/v1/users/me", nil, bearer(admin)).expect(t, 200).str("id")
 	bob := e.signup("bob@example.com")
-	f := e.llmAgent(admin, nil, 0)
-	e.do("POST", "/api/v1/worker/pause", nil, bearer(admin)).expect(t, 200)
+	f := e.llmAgent(admin, map[string]any{"model": "gpt", "provider_id": "openai"}, 60)
 	id := e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "x"}},
 		bearer(admin)).expect(t, 201).str("activation_id")
 	key := e.keyWith(admin, "read:all")
