@@ -38,18 +38,7 @@ func TestEventsCrossNodes(t *testing.T) {
 
 	// Run serves only after its event listener is up: readiness means that
 	// every event committed from now on reaches this node.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := http.Get(base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		require.True(t, time.Now().Before(deadline), "API node never ready: %v", err)
-		time.Sleep(20 * time.Millisecond) //nolint:forbidigo // polling readiness with a deadline
-	}
+	waitReady(t, base)
 
 	post := func(path string, form url.Values) map[string]any {
 		req, err := http.NewRequest("POST", base+path, strings.NewReader(form.Encode()))
@@ -94,5 +83,22 @@ func TestEventsCrossNodes(t *testing.T) {
 		require.Equal(t, want.Seq, got.Seq)
 		require.Equal(t, want.ActivationID, got.ActivationID)
 		require.Equal(t, len(want.OutputData), len(got.OutputData))
+	}
+}
+
+// waitReady waits until the node at base answers /readyz with 200.
+func waitReady(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res, err := http.Get(base + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		require.True(t, time.Now().Before(deadline), "API node never ready: %v", err)
+		time.Sleep(20 * time.Millisecond) //nolint:forbidigo // polling readiness with a deadline
 	}
 }

@@ -96,18 +96,7 @@ func TestStreamCrossNodes(t *testing.T) {
 	apiNode := runNodeWith(t, dsn, true, vars)
 	runNodeWith(t, dsn, false, vars)
 	base := apiNode.URL()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		res, err := http.Get(base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-			if res.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		require.True(t, time.Now().Before(deadline), "API node never ready: %v", err)
-		time.Sleep(20 * time.Millisecond) //nolint:forbidigo // polling readiness with a deadline
-	}
+	waitReady(t, base)
 
 	creds := url.Values{"email": {"s@example.com"}, "password": {"password1"}, "confirm_password": {"password1"}}
 	for _, path := range []string{"/api/v1/auth/register", "/api/v1/auth/login"} {
