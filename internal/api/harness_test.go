@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/server"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
+	"github.com/agentplatform/agentplatform/internal/testlog"
 )
 
 // cheapPasswords keeps argon2id real but fast under -race.
@@ -32,7 +32,7 @@ type env struct {
 	t    testing.TB
 	srv  *server.Server
 	url  string
-	logs *syncBuffer
+	logs *testlog.Buffer
 }
 
 // newEnv starts a server on dialect d; vars are AP_* settings. The outside
@@ -48,7 +48,7 @@ func newEnv(t testing.TB, d store.Dialect, vars map[string]string) *env {
 	cfg, err := config.FromEnv(func(k string) string { return all[k] })
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := server.New(context.Background(), cfg, log, server.Options{HTTP: true, Password: cheapPasswords})
 	require.NoError(t, err)
@@ -62,23 +62,6 @@ func newEnv(t testing.TB, d store.Dialect, vars map[string]string) *env {
 	hs := httptest.NewServer(srv.API)
 	t.Cleanup(hs.Close)
 	return &env{t: t, srv: srv, url: hs.URL, logs: logs}
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // opt shapes a request.

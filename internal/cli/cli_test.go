@@ -32,6 +32,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
+	"github.com/agentplatform/agentplatform/internal/testlog"
 )
 
 // binary is the agentplatform executable built by TestMain.
@@ -159,30 +160,12 @@ func (w *lineWriter) String() string {
 	return w.all.String()
 }
 
-// syncBuffer is a bytes.Buffer safe for the writer goroutine and the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // proc is a running agentplatform serve.
 type proc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	stdout *lineWriter
-	stderr *syncBuffer
+	stderr *testlog.Buffer
 	done   chan struct{} // closed when the process has exited
 	// URL and Banner are set by startServe.
 	URL    string
@@ -196,7 +179,7 @@ func start(t *testing.T, env []string, args ...string) *proc {
 		t:      t,
 		cmd:    exec.Command(binary, args...),
 		stdout: &lineWriter{lines: make(chan string, 100)},
-		stderr: &syncBuffer{},
+		stderr: &testlog.Buffer{},
 		done:   make(chan struct{}),
 	}
 	p.cmd.Env = env

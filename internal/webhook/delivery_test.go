@@ -1,7 +1,6 @@
 package webhook_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
+	"github.com/agentplatform/agentplatform/internal/testlog"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
@@ -148,24 +147,6 @@ func TestDeliveryStates(t *testing.T) {
 	})
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestDeliveryKeepsURLSecrets: a webhook URL's query string and userinfo
 // (often a token) appear in no log line, no delivery record and no job
 // error, however the deliveries fail.
@@ -173,7 +154,7 @@ func TestDeliveryKeepsURLSecrets(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
-		logs := &syncBuffer{}
+		logs := &testlog.Buffer{}
 		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		b := setupWith(t, d, webhook.Options{RetryDelays: []time.Duration{10 * time.Millisecond}}, log)
 		hs := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
