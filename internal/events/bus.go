@@ -167,6 +167,24 @@ func (b *Bus) Append(ctx context.Context, tx *store.Store, evs ...*Event) error 
 	return nil
 }
 
+// Record appends the events in tx (Append) and publishes them once tx has
+// committed; a rolled-back transaction publishes nothing. It is what domain
+// code uses, so no call site can forget to publish or publish too early.
+func (b *Bus) Record(ctx context.Context, tx *store.Store, evs ...*Event) error {
+	if tx == nil {
+		tx = b.store
+	}
+	if err := b.Append(ctx, tx, evs...); err != nil {
+		return err
+	}
+	out := make([]Event, len(evs))
+	for i, ev := range evs {
+		out[i] = *ev
+	}
+	tx.AfterCommit(func() { b.Publish(context.Background(), out...) })
+	return nil
+}
+
 // Publish delivers committed events to every node's subscribers. It never
 // waits for a subscriber, and a cancelled ctx does not stop it: the events
 // happened.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -156,4 +157,29 @@ func (h levelFloor) WithAttrs(a []slog.Attr) slog.Handler {
 }
 func (h levelFloor) WithGroup(n string) slog.Handler {
 	return levelFloor{h.Handler.WithGroup(n), h.min}
+}
+
+// InsertTx inserts a job in tx's transaction, so that it exists exactly
+// when the rows it belongs to do; outside a transaction it is inserted on
+// its own. The *sql.Tx stays between the store and the queue.
+func (q *Queue) InsertTx(ctx context.Context, tx *store.Store, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	if tx.Tx() == nil {
+		return q.client.Insert(ctx, args, opts)
+	}
+	return q.client.InsertTx(tx.TxContext(ctx), tx.Tx(), args, opts)
+}
+
+// DeleteTx deletes job id in tx's transaction. A job already gone, or
+// running now, is left alone: it finds its work done.
+func (q *Queue) DeleteTx(ctx context.Context, tx *store.Store, id int64) error {
+	var err error
+	if tx.Tx() == nil {
+		_, err = q.client.JobDelete(ctx, id)
+	} else {
+		_, err = q.client.JobDeleteTx(tx.TxContext(ctx), tx.Tx(), id)
+	}
+	if errors.Is(err, river.ErrNotFound) || errors.Is(err, rivertype.ErrJobRunning) {
+		return nil
+	}
+	return err
 }

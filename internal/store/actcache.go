@@ -70,7 +70,7 @@ func (c *activationCache) clear() {
 // cacheActivation records a's new committed state, if this store caches.
 func (s *Store) cacheActivation(a *Activation) {
 	if s.acts != nil {
-		s.afterCommit(func() { s.acts.put(a) })
+		s.onCommit(func() { s.acts.put(a) })
 	}
 }
 
@@ -80,7 +80,7 @@ func (s *Store) uncacheActivation(id string) {
 	if s.acts == nil {
 		return
 	}
-	s.afterCommit(func() {
+	s.onCommit(func() {
 		if id == "" {
 			s.acts.clear()
 		} else {

@@ -36,7 +36,8 @@ type txReq struct {
 	done     chan struct{} // closed once err and panicked are set
 	err      error
 	panicked any
-	hooks    []func() // what fn asked to run after commit
+	hooks    []func() // the store's work after commit (onCommit)
+	after    []func() // the caller's (AfterCommit), run by InTx
 }
 
 // maxBatch bounds how many transactions share a commit, so that a batch's
@@ -158,7 +159,7 @@ func (c *committer) run(batch []*txReq) (ran, rest []*txReq) {
 			}
 		}
 		own := bound
-		own.hooks = &r.hooks
+		own.hooks, own.after = &r.hooks, &r.after
 		r.err, r.panicked = call(r.fn, &own)
 		ran = append(ran, r)
 		if r.err == nil && r.panicked == nil {
@@ -170,7 +171,7 @@ func (c *committer) run(batch []*txReq) (ran, rest []*txReq) {
 			}
 			continue
 		}
-		r.hooks = nil
+		r.hooks, r.after = nil, nil
 		if !savepoints {
 			_ = tx.Rollback()
 			return ran, nil

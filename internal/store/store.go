@@ -64,8 +64,12 @@ type Store struct {
 	commits *committer // SQLite: runs InTx; nil on PostgreSQL
 	// acts serves activation reads on SQLite (actcache.go); nil on PostgreSQL.
 	acts *activationCache
-	// hooks collects what runs once this Store's transaction has committed.
+	// hooks collects the store's own work once this Store's transaction
+	// has committed (cache updates: on the committer's goroutine, in commit
+	// order); after collects the callers' (AfterCommit: on the caller's
+	// goroutine once InTx has committed, free to use the store again).
 	hooks   *[]func()
+	after   *[]func()
 	file    string   // SQLite: the database file
 	lock    *os.File // SQLite: held while Exclusive
 	display string   // the database for logs, without credentials
@@ -212,6 +216,9 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) (err error) 
 		if r.panicked != nil {
 			panic(r.panicked)
 		}
+		if r.err == nil {
+			runAll(r.after)
+		}
 		return r.err
 	}
 	return s.inOwnTx(ctx, fn)
@@ -231,24 +238,42 @@ func (s *Store) inOwnTx(ctx context.Context, fn func(tx *Store) error) (err erro
 			_ = tx.Rollback()
 		}
 	}()
-	var hooks []func()
+	var hooks, after []func()
 	bound := *s
-	bound.tx, bound.hooks = tx, &hooks
+	bound.tx, bound.hooks, bound.after = tx, &hooks, &after
 	if err = fn(&bound); err != nil {
 		return err
 	}
 	if err = tx.Commit(); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
-	for _, h := range hooks {
-		h()
-	}
+	runAll(hooks)
+	runAll(after)
 	return nil
 }
 
-// afterCommit runs fn once this Store's transaction has committed (at once
-// outside a transaction); a rolled-back transaction drops it.
-func (s *Store) afterCommit(fn func()) {
+func runAll(fns []func()) {
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// AfterCommit runs fn once this Store's transaction has committed (at once
+// outside a transaction), on the goroutine that called InTx, before InTx
+// returns; a rolled-back transaction drops it. It is the one way domain
+// code acts on a commit: publish its events, wake what waits for it.
+func (s *Store) AfterCommit(fn func()) {
+	if s.after == nil {
+		fn()
+		return
+	}
+	*s.after = append(*s.after, fn)
+}
+
+// onCommit is AfterCommit for the store's own caches: on SQLite it runs on
+// the committer's goroutine in commit order, so a later commit's state is
+// never overwritten by an earlier one's.
+func (s *Store) onCommit(fn func()) {
 	if s.hooks == nil {
 		fn()
 		return
