@@ -148,6 +148,10 @@ type Outcome struct {
 	OutputData  json.RawMessage
 	Error       string
 	CompletedAt time.Time
+	// Logs are what the run wrote ([{ts, level, message}]), kept with
+	// the end when there are any (custom agents).
+	Logs          json.RawMessage
+	LogsTruncated bool
 }
 
 // ActivationFinish records the end of a running activation and returns it;
@@ -163,6 +167,10 @@ func (s *Store) ActivationFinish(ctx context.Context, id string, o Outcome) (*Ac
 	var a Activation
 	err := scanActivation(s.writer().QueryRowContext(ctx, s.finishSQL("status = 'running'"),
 		id, o.Status, output, errText, s.ts(o.CompletedAt)), &a)
+	if err == nil && len(o.Logs) > 0 && a.AppID != "" {
+		err = s.RunLogsPut(ctx, &RunLogs{RunID: a.ID, UserID: a.UserID, AppID: a.AppID, Logs: o.Logs,
+			Truncated: o.LogsTruncated, CreatedAt: o.CompletedAt})
+	}
 	return s.changed(&a, err)
 }
 

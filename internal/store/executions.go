@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"time"
+)
+
+// Execution is one run of a function.
+type Execution struct {
+	ID          string
+	FunctionID  string
+	AppID       string
+	UserID      string
+	Status      string // completed or failed
+	Input       json.RawMessage
+	Output      json.RawMessage // null when failed
+	Error       string
+	DurationMS  int64
+	CreatedAt   time.Time
+	CompletedAt time.Time
+	// Logs are the run's logs, written to run_logs with the execution
+	// when there are any; read back by ExecutionLogs.
+	Logs          json.RawMessage
+	LogsTruncated bool
+}
+
+const executionColumns = `id, function_id, app_id, user_id, status, input, output, error, duration_ms, created_at, completed_at`
+
+func scanExecution(row interface{ Scan(...any) error }, e *Execution) error {
+	var input, output []byte
+	var errText sql.NullString
+	err := row.Scan(&e.ID, &e.FunctionID, &e.AppID, &e.UserID, &e.Status, &input, &output, &errText, &e.DurationMS, &e.CreatedAt, &e.CompletedAt)
+	e.Input, e.Output, e.Error = input, output, errText.String
+	return err
+}
+
+// ExecutionCreate records an ended execution, with its logs.
+func (s *Store) ExecutionCreate(ctx context.Context, e *Execution) error {
+	var output, errText any
+	if len(e.Output) > 0 {
+		output = string(e.Output)
+	}
+	if e.Error != "" {
+		errText = e.Error
+	}
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO function_executions (`+executionColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		e.ID, e.FunctionID, e.AppID, e.UserID, e.Status, jsonOr(e.Input, "null"), output, errText, e.DurationMS, s.ts(e.CreatedAt), s.ts(e.CompletedAt))
+	if err == nil && len(e.Logs) > 0 {
+		err = s.RunLogsPut(ctx, &RunLogs{RunID: e.ID, UserID: e.UserID, AppID: e.AppID, Logs: e.Logs, Truncated: e.LogsTruncated, CreatedAt: e.CompletedAt})
+	}
+	return mapErr(err)
+}
+
+// ExecutionList returns a page of the user's executions of app (of one
+// function when functionID is set), newest first, and how many there are.
+func (s *Store) ExecutionList(ctx context.Context, userID, appID, functionID string, limit, offset int) ([]Execution, int, error) {
+	cond := `user_id = $1 AND app_id = $2 AND ($3 = '' OR function_id = $3)`
+	if s.dialect == Postgres {
+		cond = `user_id = $1 AND app_id = $2 AND ($3 = '' OR function_id::text = $3)`
+	}
+	var total int
+	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM function_executions WHERE `+cond, userID, appID, functionID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := queryAll(ctx, s.reader(), scanExecution, `SELECT `+executionColumns+` FROM function_executions WHERE `+cond+
+		` ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`, userID, appID, functionID, limit, offset)
+	return rows, total, err
+}
+
+// FunctionGetByName returns app's function called name, or ErrNotFound.
+func (s *Store) FunctionGetByName(ctx context.Context, appID, name string) (*Function, error) {
+	var f Function
+	err := scanFunction(s.reader().QueryRowContext(ctx, `SELECT `+functionColumns+` FROM functions WHERE app_id = $1 AND name = $2`, appID, name), &f)
+	return &f, mapErr(err)
+}
+
+// FunctionListByUser returns a page of the user's functions (of one app
+// when appID is set), in creation order, and how many there are.
+func (s *Store) FunctionListByUser(ctx context.Context, userID, appID string, limit, offset int) ([]Function, int, error) {
+	cond := `user_id = $1 AND ($2 = '' OR app_id = $2)`
+	if s.dialect == Postgres {
+		cond = `user_id = $1 AND ($2 = '' OR app_id::text = $2)`
+	}
+	var total int
+	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM functions WHERE `+cond, userID, appID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := queryAll(ctx, s.reader(), scanFunction, `SELECT `+functionColumns+` FROM functions WHERE `+cond+
+		` ORDER BY created_at, id LIMIT $3 OFFSET $4`, userID, appID, limit, offset)
+	return rows, total, err
+}

@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"time"
+)
+
+// PipelineListByUser returns a page of the user's pipelines (of one app
+// when appID is set), in creation order, and how many there are.
+func (s *Store) PipelineListByUser(ctx context.Context, userID, appID string, limit, offset int) ([]Pipeline, int, error) {
+	cond := `user_id = $1 AND ($2 = '' OR app_id = $2)`
+	if s.dialect == Postgres {
+		cond = `user_id = $1 AND ($2 = '' OR app_id::text = $2)`
+	}
+	var total int
+	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM pipelines WHERE `+cond, userID, appID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := queryAll(ctx, s.reader(), scanPipeline, `SELECT `+pipelineColumns+` FROM pipelines WHERE `+cond+
+		` ORDER BY created_at, id LIMIT $3 OFFSET $4`, userID, appID, limit, offset)
+	return rows, total, err
+}
+
+// PipelineRun is one run of a pipeline. Definition is the steps as they
+// were when the run started; Steps their states; Current the index of the
+// step running (len(Steps) once ended).
+type PipelineRun struct {
+	ID         string
+	PipelineID string
+	AppID      string
+	UserID     string
+	Status     string
+	Input      json.RawMessage
+	Definition json.RawMessage
+	Steps      json.RawMessage
+	Current    int
+	Output     json.RawMessage
+	Error      string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+const pipelineRunColumns = `id, pipeline_id, app_id, user_id, status, input, definition, steps, current, output, error, created_at, updated_at`
+
+func scanPipelineRun(row interface{ Scan(...any) error }, r *PipelineRun) error {
+	var input, def, steps, output []byte
+	var errText sql.NullString
+	err := row.Scan(&r.ID, &r.PipelineID, &r.AppID, &r.UserID, &r.Status, &input, &def, &steps, &r.Current, &output, &errText, &r.CreatedAt, &r.UpdatedAt)
+	r.Input, r.Definition, r.Steps, r.Output, r.Error = input, def, steps, output, errText.String
+	return err
+}
+
+// PipelineRunCreate inserts r.
+func (s *Store) PipelineRunCreate(ctx context.Context, r *PipelineRun) error {
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO pipeline_runs (`+pipelineRunColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL, $10, $11)`,
+		r.ID, r.PipelineID, r.AppID, r.UserID, r.Status, jsonOr(r.Input, "null"), string(r.Definition), string(r.Steps), r.Current, s.ts(r.CreatedAt), s.ts(r.UpdatedAt))
+	return mapErr(err)
+}
+
+// PipelineRunGet returns the run with id, whoever owns it; in a
+// transaction on PostgreSQL the row is locked until the commit, so that
+// two steps' ends never move one run at once.
+func (s *Store) PipelineRunGet(ctx context.Context, id string) (*PipelineRun, error) {
+	lock := ""
+	if s.tx != nil && s.dialect == Postgres {
+		lock = " FOR UPDATE"
+	}
+	var r PipelineRun
+	err := scanPipelineRun(s.reader().QueryRowContext(ctx, `SELECT `+pipelineRunColumns+` FROM pipeline_runs WHERE id = $1`+lock, id), &r)
+	return &r, mapErr(err)
+}
+
+// PipelineRunUpdate writes r's state.
+func (s *Store) PipelineRunUpdate(ctx context.Context, r *PipelineRun) error {
+	var output, errText any
+	if len(r.Output) > 0 {
+		output = string(r.Output)
+	}
+	if r.Error != "" {
+		errText = r.Error
+	}
+	return expectOne(s.writer().ExecContext(ctx, `UPDATE pipeline_runs SET status = $2, steps = $3, current = $4, output = $5, error = $6, updated_at = $7 WHERE id = $1`,
+		r.ID, r.Status, string(r.Steps), r.Current, output, errText, s.ts(r.UpdatedAt)))
+}
+
+// PipelineRunList returns a page of pipeline's runs, newest first, and how
+// many there are.
+func (s *Store) PipelineRunList(ctx context.Context, userID, pipelineID string, limit, offset int) ([]PipelineRun, int, error) {
+	var total int
+	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM pipeline_runs WHERE user_id = $1 AND pipeline_id = $2`, userID, pipelineID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := queryAll(ctx, s.reader(), scanPipelineRun, `SELECT `+pipelineRunColumns+` FROM pipeline_runs WHERE user_id = $1 AND pipeline_id = $2
+		ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`, userID, pipelineID, limit, offset)
+	return rows, total, err
+}
+
+// PipelineWaitPut records that step of run waits on activation.
+func (s *Store) PipelineWaitPut(ctx context.Context, activationID, runID string, step int) error {
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO pipeline_waits (activation_id, run_id, step) VALUES ($1, $2, $3)
+		ON CONFLICT (activation_id) DO NOTHING`, activationID, runID, step)
+	return mapErr(err)
+}
+
+// PipelineWaitTake removes and returns the step waiting on activation;
+// ok is false when none does (most activations are no step's).
+func (s *Store) PipelineWaitTake(ctx context.Context, activationID string) (runID string, step int, ok bool, err error) {
+	err = s.writer().QueryRowContext(ctx, `DELETE FROM pipeline_waits WHERE activation_id = $1 RETURNING run_id, step`, activationID).Scan(&runID, &step)
+	if err == sql.ErrNoRows {
+		return "", 0, false, nil
+	}
+	return runID, step, err == nil, err
+}
+
+// ActivationEndedLocked reports whether activation id has ended and its
+// state, locking its row on PostgreSQL until the commit: an end committing
+// meanwhile waits, then sees what this transaction wrote.
+func (s *Store) ActivationEndedLocked(ctx context.Context, id string) (*Activation, bool, error) {
+	lock := ""
+	if s.dialect == Postgres {
+		lock = " FOR UPDATE"
+	}
+	var a Activation
+	err := scanActivation(s.writer().QueryRowContext(ctx, `SELECT `+activationColumns+` FROM activations WHERE id = $1`+lock, id), &a)
+	if err != nil {
+		return nil, false, mapErr(err)
+	}
+	return &a, a.Status == StatusCompleted || a.Status == StatusFailed, nil
+}

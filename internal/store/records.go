@@ -1,0 +1,174 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// AppModelGetBySlug returns the model of app with slug, or ErrNotFound.
+func (s *Store) AppModelGetBySlug(ctx context.Context, appID, slug string) (*AppModel, error) {
+	var m AppModel
+	err := scanAppModel(s.reader().QueryRowContext(ctx, `SELECT `+appModelColumns+` FROM app_models WHERE app_id = $1 AND slug = $2`, appID, slug), &m)
+	return &m, mapErr(err)
+}
+
+// Record is one record of an app's data model.
+type Record struct {
+	ID        string
+	ModelID   string
+	AppID     string
+	UserID    string
+	Data      json.RawMessage
+	CreatedBy string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+const recordColumns = `id, model_id, app_id, user_id, data, created_by, created_at, updated_at`
+
+// recordSelect is recordColumns as read: SQLite keeps data as JSONB (its
+// binary JSON, which filters and sorts read without parsing text) and
+// gives it back as text.
+func (s *Store) recordSelect() string {
+	if s.dialect == SQLite {
+		return strings.Replace(recordColumns, "data", "json(data)", 1)
+	}
+	return recordColumns
+}
+
+// dataValue is the SQL that stores the JSON text bound at p.
+func (s *Store) dataValue(p string) string {
+	if s.dialect == SQLite {
+		return "jsonb(" + p + ")"
+	}
+	return p
+}
+
+func scanRecord(row interface{ Scan(...any) error }, r *Record) error {
+	var data []byte
+	err := row.Scan(&r.ID, &r.ModelID, &r.AppID, &r.UserID, &data, &r.CreatedBy, &r.CreatedAt, &r.UpdatedAt)
+	r.Data = data
+	return err
+}
+
+// RecordCreate inserts r.
+func (s *Store) RecordCreate(ctx context.Context, r *Record) error {
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO app_records (`+recordColumns+`) VALUES ($1, $2, $3, $4, `+s.dataValue("$5")+`, $6, $7, $8)`,
+		r.ID, r.ModelID, r.AppID, r.UserID, string(r.Data), r.CreatedBy, s.ts(r.CreatedAt), s.ts(r.UpdatedAt))
+	return mapErr(err)
+}
+
+// RecordGet returns the user's record id of model, or ErrNotFound.
+func (s *Store) RecordGet(ctx context.Context, userID, modelID, id string) (*Record, error) {
+	var r Record
+	err := scanRecord(s.reader().QueryRowContext(ctx, `SELECT `+s.recordSelect()+` FROM app_records WHERE id = $1 AND model_id = $2 AND user_id = $3`,
+		id, modelID, userID), &r)
+	return &r, mapErr(err)
+}
+
+// RecordUpdate writes r's data and updated_at.
+func (s *Store) RecordUpdate(ctx context.Context, r *Record) error {
+	return expectOne(s.writer().ExecContext(ctx, `UPDATE app_records SET data = `+s.dataValue("$4")+`, updated_at = $5 WHERE id = $1 AND model_id = $2 AND user_id = $3`,
+		r.ID, r.ModelID, r.UserID, string(r.Data), s.ts(r.UpdatedAt)))
+}
+
+// RecordDelete deletes the user's record id of model (ErrNotFound when absent).
+func (s *Store) RecordDelete(ctx context.Context, userID, modelID, id string) error {
+	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM app_records WHERE id = $1 AND model_id = $2 AND user_id = $3`, id, modelID, userID))
+}
+
+// How a field's JSON value compares: as text, as a number or as a boolean.
+const (
+	CompareText   = "text"
+	CompareNumber = "number"
+	CompareBool   = "bool"
+)
+
+// RecordFilter keeps records whose Field equals Value (a string, a float64
+// or a bool, per Compare).
+type RecordFilter struct {
+	Field   string
+	Compare string
+	Value   any
+}
+
+// RecordQuery lists a model's records. Field names are checked against
+// the model by the caller; they reach SQL only as bound JSON paths.
+type RecordQuery struct {
+	UserID, ModelID string
+	Filters         []RecordFilter
+	// SortField is a data field, or "" for created_at; SortCompare says
+	// how it orders.
+	SortField, SortCompare string
+	Desc                   bool
+	Limit, Offset          int
+}
+
+// RecordList returns a page of q's records and how many match in all. The
+// filters and the order run in the database, on the JSON's fields.
+func (s *Store) RecordList(ctx context.Context, q RecordQuery) ([]Record, int, error) {
+	args := []any{q.ModelID, q.UserID}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	where := []string{"model_id = $1", "user_id = $2"}
+	for _, f := range q.Filters {
+		v := f.Value
+		if s.dialect == SQLite && f.Compare == CompareBool {
+			// json_extract reads true and false as 1 and 0.
+			v = 0
+			if f.Value == true {
+				v = 1
+			}
+		}
+		where = append(where, s.field(arg(s.jsonPath(f.Field)), f.Compare)+" = "+arg(v))
+	}
+	cond := strings.Join(where, " AND ")
+	condArgs := len(args)
+	dir := " ASC"
+	if q.Desc {
+		dir = " DESC"
+	}
+	order := "created_at" + dir + ", id" + dir
+	if q.SortField != "" {
+		// Records without the field sort after the others either way.
+		key := s.field(arg(s.jsonPath(q.SortField)), q.SortCompare)
+		order = "(" + key + ") IS NULL, " + key + dir + ", id" + dir
+	}
+	// The count and the page apart: a count beside each row (a window)
+	// would make the database sort every match instead of keeping the
+	// top LIMIT+OFFSET.
+	var total int
+	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM app_records WHERE `+cond, args[:condArgs]...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := queryAll(ctx, s.reader(), scanRecord, `SELECT `+s.recordSelect()+` FROM app_records WHERE `+cond+
+		` ORDER BY `+order+` LIMIT `+arg(q.Limit)+` OFFSET `+arg(q.Offset), args...)
+	return rows, total, err
+}
+
+// jsonPath is how the dialect names a top-level field of data.
+func (s *Store) jsonPath(field string) string {
+	if s.dialect == SQLite {
+		return `$."` + field + `"`
+	}
+	return field
+}
+
+// field is the SQL of data's field at the bound path p, typed for compare.
+func (s *Store) field(p, compare string) string {
+	if s.dialect == SQLite {
+		return "json_extract(data, " + p + ")"
+	}
+	switch compare {
+	case CompareNumber:
+		return "(data->>" + p + "::text)::numeric"
+	case CompareBool:
+		return "(data->>" + p + "::text)::boolean"
+	}
+	return "(data->>" + p + "::text)"
+}

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// StorageItem is one key of an app's storage (ctx.storage).
+type StorageItem struct {
+	Key   string          `json:"key"`
+	Value json.RawMessage `json:"value"`
+}
+
+// StorageGet returns the value of key in the user's app, or ErrNotFound.
+func (s *Store) StorageGet(ctx context.Context, userID, appID, key string) (json.RawMessage, error) {
+	var v []byte
+	err := s.reader().QueryRowContext(ctx, `SELECT value FROM app_storage WHERE app_id = $1 AND user_id = $2 AND key = $3`,
+		appID, userID, key).Scan(&v)
+	return v, mapErr(err)
+}
+
+// StorageSet sets key to value in the user's app.
+func (s *Store) StorageSet(ctx context.Context, userID, appID, key string, value json.RawMessage, at time.Time) error {
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO app_storage (app_id, user_id, key, value, updated_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (app_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
+		WHERE app_storage.user_id = excluded.user_id`, appID, userID, key, string(value), s.ts(at))
+	return mapErr(err)
+}
+
+// StorageDelete deletes key from the user's app; deleting a missing key is
+// not an error.
+func (s *Store) StorageDelete(ctx context.Context, userID, appID, key string) error {
+	_, err := s.writer().ExecContext(ctx, `DELETE FROM app_storage WHERE app_id = $1 AND user_id = $2 AND key = $3`, appID, userID, key)
+	return mapErr(err)
+}
+
+// StorageList returns up to limit keys of the user's app that start with
+// prefix, in key order.
+func (s *Store) StorageList(ctx context.Context, userID, appID, prefix string, limit int) ([]StorageItem, error) {
+	// A range, not LIKE: a prefix holding % or _ means itself.
+	return queryAll(ctx, s.reader(), func(row interface{ Scan(...any) error }, it *StorageItem) error {
+		var v []byte
+		err := row.Scan(&it.Key, &v)
+		it.Value = v
+		return err
+	}, `SELECT key, value FROM app_storage WHERE app_id = $1 AND user_id = $2 AND key >= $3 AND ($4 = '' OR key < $4)
+		ORDER BY key LIMIT $5`, appID, userID, prefix, prefixEnd(prefix), limit)
+}
+
+// prefixEnd is the least string greater than every string starting with
+// prefix ("" when there is none: no upper bound).
+func prefixEnd(prefix string) string {
+	b := []byte(prefix)
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] < 0xff {
+			b[i]++
+			return string(b[:i+1])
+		}
+	}
+	return ""
+}
+
+// RunLogs are the logs of one run (an activation or an execution).
+type RunLogs struct {
+	RunID     string
+	UserID    string
+	AppID     string
+	Logs      json.RawMessage // [{ts, level, message}]
+	Truncated bool
+	CreatedAt time.Time
+}
+
+// RunLogsPut stores the logs of a run, replacing those of an earlier
+// attempt of it.
+func (s *Store) RunLogsPut(ctx context.Context, l *RunLogs) error {
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO run_logs (run_id, user_id, app_id, logs, truncated, created_at) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (run_id) DO UPDATE SET logs = excluded.logs, truncated = excluded.truncated, created_at = excluded.created_at`,
+		l.RunID, l.UserID, l.AppID, string(l.Logs), l.Truncated, s.ts(l.CreatedAt))
+	return mapErr(err)
+}
+
+// RunLogsGet returns the logs of the user's run, or ErrNotFound when it
+// wrote none.
+func (s *Store) RunLogsGet(ctx context.Context, userID, runID string) (*RunLogs, error) {
+	l := RunLogs{RunID: runID, UserID: userID}
+	var logs []byte
+	err := s.reader().QueryRowContext(ctx, `SELECT app_id, logs, truncated, created_at FROM run_logs WHERE run_id = $1 AND user_id = $2`,
+		runID, userID).Scan(&l.AppID, &logs, &l.Truncated, &l.CreatedAt)
+	l.Logs = logs
+	return &l, mapErr(err)
+}
