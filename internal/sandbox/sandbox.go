@@ -1,0 +1,346 @@
+// Package sandbox runs users' JavaScript (ES2023) on QuickJS
+// (modernc.org/quickjs, pure Go) with hard limits: a fresh VM per run, a
+// wall-clock limit from the run's context that interrupts loops, a memory
+// ceiling, caps on the output and the logs, and nothing of the host but the
+// calls the caller hands in — no file system, no process, no modules.
+//
+// The code defines `async function run(input, ctx)`. The caller describes
+// ctx: plain JSON fields and named host calls (Go functions that take the
+// run's context, so a blocking one — an LLM call, a fetch — ends on cancel
+// and timeout). A JS prelude turns the calls into async functions and
+// rethrows their errors with the names the caller gave them.
+package sandbox
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/quickjs"
+)
+
+// Limits of one run.
+type Limits struct {
+	// MemoryBytes is the VM's memory ceiling.
+	MemoryBytes int
+	// OutputBytes caps the JSON of run's result.
+	OutputBytes int
+	// LogBytes caps the logs; what comes after is dropped and the logs are
+	// marked truncated.
+	LogBytes int
+}
+
+// DefaultLimits are DESIGN's: 64 MiB, 1 MiB of output, 256 KiB of logs.
+var DefaultLimits = Limits{MemoryBytes: 64 << 20, OutputBytes: 1 << 20, LogBytes: 256 << 10}
+
+// Call is a host function: args is the JSON array of the JS arguments; the
+// result is JSON (nil for null). An error of type *Thrown is thrown in JS
+// with its name; any other error as an Error with its message.
+type Call func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+
+// Thrown is a host error that JS sees as an exception with this name (e.g.
+// ValidationError, CredentialNotFoundError).
+type Thrown struct {
+	Name    string
+	Message string
+}
+
+func (t *Thrown) Error() string { return t.Name + ": " + t.Message }
+
+// Program is one run.
+type Program struct {
+	Code  string
+	Input json.RawMessage
+	// Ctx holds ctx's plain fields (a JSON object).
+	Ctx json.RawMessage
+	// Calls are ctx's functions by dotted path, e.g. "storage.get",
+	// "http.fetch"; each becomes an async function at that path of ctx.
+	Calls  map[string]Call
+	Limits Limits
+}
+
+// LogLine is one line the run wrote.
+type LogLine struct {
+	TS      time.Time `json:"ts"`
+	Level   string    `json:"level"`
+	Message string    `json:"message"`
+}
+
+// Result is what a run produced; Logs are kept whether it failed or not.
+type Result struct {
+	Output        json.RawMessage
+	Logs          []LogLine
+	LogsTruncated bool
+}
+
+// Errors of a run, besides the script's own exceptions (*ScriptError).
+var (
+	ErrOutOfMemory  = errors.New("the run exceeded its memory limit (out of memory)")
+	ErrNeverSettles = errors.New("run() awaits a promise that never settles: nothing is left that could settle it")
+)
+
+// ScriptError is an exception the script threw (or a syntax error).
+type ScriptError struct {
+	Name    string
+	Message string
+	Stack   string
+}
+
+func (e *ScriptError) Error() string {
+	if e.Name == "" || e.Name == "Error" {
+		return e.Message
+	}
+	return e.Name + ": " + e.Message
+}
+
+//go:embed prelude.js
+var prelude string
+
+// Run runs p; ctx's end (cancel, deadline) interrupts it, whatever it is
+// doing. The error is ctx's cause when ctx ended the run.
+func Run(ctx context.Context, p Program) (*Result, error) {
+	if p.Limits == (Limits{}) {
+		p.Limits = DefaultLimits
+	}
+	r := &run{ctx: ctx, p: p, res: &Result{}}
+	err := r.exec()
+	if ctx.Err() != nil {
+		// Whatever the VM reported (an interrupt looks like an
+		// InternalError), the run ended because its context did.
+		err = context.Cause(ctx)
+	}
+	return r.res, err
+}
+
+type run struct {
+	ctx context.Context
+	p   Program
+	vm  *quickjs.VM
+
+	mu       sync.Mutex // guards res's logs and logBytes
+	res      *Result
+	logBytes int
+}
+
+func (r *run) exec() error {
+	if err := r.ctx.Err(); err != nil {
+		return err
+	}
+	vm, err := quickjs.NewVM()
+	if err != nil {
+		return fmt.Errorf("sandbox: new VM: %w", err)
+	}
+	r.vm = vm
+	defer vm.Close()
+	// Interrupt from another goroutine is the one thing the VM allows:
+	// it stops a loop, and a host call returning into JS.
+	stop := context.AfterFunc(r.ctx, vm.Interrupt)
+	defer stop()
+	if d, ok := r.ctx.Deadline(); ok {
+		// A backstop in case an interrupt lands between two evals; later
+		// than the deadline, so that the context has ended (and says why)
+		// whenever it fires.
+		_ = vm.SetEvalTimeout(time.Until(d) + 500*time.Millisecond)
+	}
+	vm.SetMemoryLimit(uintptr(r.p.Limits.MemoryBytes))
+	// No module can be imported, static or dynamic.
+	vm.SetModuleLoader(func(*quickjs.VM, string) (string, error) {
+		return "", errors.New("module imports are not available in the sandbox")
+	}, nil)
+	if err := vm.RegisterHostFunc("__host", r.host); err != nil {
+		return fmt.Errorf("sandbox: register: %w", err)
+	}
+	if _, err := vm.Eval(prelude, quickjs.EvalGlobal); err != nil {
+		return fmt.Errorf("sandbox: prelude: %w", err)
+	}
+	paths := make([]string, 0, len(r.p.Calls))
+	for name := range r.p.Calls {
+		paths = append(paths, name)
+	}
+	names, _ := json.Marshal(paths)
+	fields := r.p.Ctx
+	if len(fields) == 0 {
+		fields = json.RawMessage("{}")
+	}
+	if _, err := vm.Call("__setup", string(fields), string(names)); err != nil {
+		return r.scriptError(err)
+	}
+	if _, err := vm.Eval(r.p.Code, quickjs.EvalGlobal); err != nil {
+		return r.scriptError(err)
+	}
+	input := r.p.Input
+	if len(input) == 0 {
+		input = json.RawMessage("null")
+	}
+	if _, err := vm.Call("__start", string(input)); err != nil {
+		return r.scriptError(err)
+	}
+	for {
+		if err := r.ctx.Err(); err != nil {
+			return err
+		}
+		state, err := vm.Call("__state")
+		if err != nil {
+			return r.scriptError(err)
+		}
+		switch s, _ := state.(string); s {
+		case "done":
+			return r.output()
+		case "failed":
+			return r.failure()
+		}
+		n, err := vm.ExecutePendingJobs()
+		if err != nil {
+			return r.scriptError(err)
+		}
+		if n == 0 {
+			if err := r.ctx.Err(); err != nil {
+				return err
+			}
+			// Host calls are synchronous: with no job queued, nothing
+			// can ever settle what run() waits for.
+			if s, _ := vm.Call("__state"); s == "pending" {
+				return ErrNeverSettles
+			}
+		}
+	}
+}
+
+// output reads run's JSON result, within the cap.
+func (r *run) output() error {
+	v, err := r.vm.Call("__output")
+	if err != nil {
+		return r.scriptError(err)
+	}
+	out, _ := v.(string)
+	if len(out) > r.p.Limits.OutputBytes {
+		return fmt.Errorf("the output is %d bytes, over the limit of %d", len(out), r.p.Limits.OutputBytes)
+	}
+	if !json.Valid([]byte(out)) {
+		return errors.New("the output is not JSON")
+	}
+	r.res.Output = json.RawMessage(out)
+	return nil
+}
+
+// failure turns run's rejection into the run's error, its stack into the
+// logs.
+func (r *run) failure() error {
+	v, err := r.vm.Call("__failure")
+	if err != nil {
+		return r.scriptError(err)
+	}
+	s, _ := v.(string)
+	if s == "null" {
+		return ErrOutOfMemory // see the prelude's last catch
+	}
+	var e ScriptError
+	if json.Unmarshal([]byte(s), &e) != nil || (e.Message == "" && e.Name == "") {
+		e.Message = "run() failed"
+	}
+	if e.Stack != "" {
+		r.log("error", e.Error()+"\n"+e.Stack)
+	}
+	if e.Name == "InternalError" && strings.Contains(e.Message, "out of memory") {
+		return ErrOutOfMemory
+	}
+	return &e
+}
+
+// scriptError translates an exception that escaped to Go.
+func (r *run) scriptError(err error) error {
+	if r.ctx.Err() != nil {
+		return r.ctx.Err()
+	}
+	var qe *quickjs.Error
+	if errors.As(err, &qe) {
+		// An exception whose value is null is what QuickJS throws when it
+		// cannot allocate even the error.
+		if strings.Contains(qe.Error(), "out of memory") || qe.Error() == "null" {
+			return ErrOutOfMemory
+		}
+		e := &ScriptError{Name: qe.Name, Message: qe.Message, Stack: qe.Stack}
+		if e.Message == "" {
+			e.Message = qe.Error()
+		}
+		if e.Stack != "" {
+			r.log("error", e.Error()+"\n"+e.Stack)
+		}
+		return e
+	}
+	if strings.Contains(err.Error(), "out of memory") {
+		return ErrOutOfMemory
+	}
+	return &ScriptError{Message: err.Error()}
+}
+
+// host is the one Go function JS sees: __host(name, argsJSON) answers
+// {"value": …} or {"error": {name, message}}; the prelude unwraps it.
+func (r *run) host(args []any) (any, error) {
+	if len(args) != 2 {
+		return nil, errors.New("bad host call")
+	}
+	name, _ := args[0].(string)
+	raw, _ := args[1].(string)
+	if name == "log" {
+		var parts []string
+		var lv struct {
+			Level string   `json:"level"`
+			Parts []string `json:"parts"`
+		}
+		if json.Unmarshal([]byte(raw), &lv) == nil {
+			parts = lv.Parts
+		}
+		r.log(lv.Level, strings.Join(parts, " "))
+		return `{"value":null}`, nil
+	}
+	call, ok := r.p.Calls[name]
+	if !ok {
+		return answer(nil, &Thrown{Name: "TypeError", Message: name + " is not available"})
+	}
+	if err := r.ctx.Err(); err != nil {
+		return nil, err
+	}
+	v, err := call(r.ctx, json.RawMessage(raw))
+	return answer(v, err)
+}
+
+func answer(v json.RawMessage, err error) (any, error) {
+	if err != nil {
+		var t *Thrown
+		if !errors.As(err, &t) {
+			t = &Thrown{Name: "Error", Message: err.Error()}
+		}
+		b, _ := json.Marshal(map[string]any{"error": map[string]string{"name": t.Name, "message": t.Message}})
+		return string(b), nil
+	}
+	if len(v) == 0 {
+		v = json.RawMessage("null")
+	}
+	return `{"value":` + string(v) + `}`, nil
+}
+
+// log keeps one line, within the cap.
+func (r *run) log(level, msg string) {
+	switch level {
+	case "error", "warn", "info", "debug":
+	default:
+		level = "info"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.res.LogsTruncated {
+		return
+	}
+	if r.logBytes+len(msg) > r.p.Limits.LogBytes {
+		r.res.LogsTruncated = true
+		return
+	}
+	r.logBytes += len(msg)
+	r.res.Logs = append(r.res.Logs, LogLine{TS: time.Now().UTC(), Level: level, Message: msg})
+}
