@@ -31,7 +31,17 @@ type cancelOnEvent struct {
 	errs []error // of the cancels made
 }
 
-func (c *cancelOnEvent) Publish(ctx context.Context, evs ...events.Event) {
+// Record hears the events once they have committed, as subscribers do.
+func (c *cancelOnEvent) Record(ctx context.Context, tx *store.Store, evs ...*events.Event) error {
+	heard := make([]events.Event, len(evs))
+	for i, ev := range evs {
+		heard[i] = *ev
+	}
+	tx.AfterCommit(func() { c.hear(ctx, heard) })
+	return nil
+}
+
+func (c *cancelOnEvent) hear(ctx context.Context, evs []events.Event) {
 	for _, ev := range evs {
 		if ev.Type != c.typ {
 			continue

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/version"
 )
@@ -141,8 +140,6 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 		return 0, err
 	}
 	for _, id := range ids {
-		var ev *events.Event
-		var failed *store.Activation
 		err := s.Store.InTx(ctx, func(tx *store.Store) error {
 			a, err := tx.ActivationGet(ctx, id)
 			if err != nil || a.Status != store.StatusRunning || a.WorkerID != workerID {
@@ -154,12 +151,7 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 				if err != nil || !ok {
 					return err
 				}
-				e := s.event(events.ActivationFailed, ended)
-				if err := s.Events.Append(ctx, tx, &e); err != nil {
-					return err
-				}
-				ev, failed = &e, ended
-				return s.webhookTx(ctx, tx, ended, nil, e)
+				return s.endedTx(ctx, tx, ended, nil)
 			}
 			if ok, err := tx.ActivationRequeue(ctx, id); err != nil || !ok {
 				return err
@@ -171,10 +163,6 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 		})
 		if err != nil {
 			return 0, err
-		}
-		if ev != nil {
-			s.Events.Publish(ctx, *ev)
-			s.Metrics.ActivationEnded(failed.Status, failed.DurationMS)
 		}
 	}
 	return len(ids), nil

@@ -44,8 +44,7 @@ func (echo) Complete(_ context.Context, r llm.Request) (*llm.Response, error) {
 
 type noEvents struct{}
 
-func (noEvents) Append(context.Context, *store.Store, ...*events.Event) error { return nil }
-func (noEvents) Publish(context.Context, ...events.Event)                     {}
+func (noEvents) Record(context.Context, *store.Store, ...*events.Event) error { return nil }
 func (noEvents) PublishDelta(context.Context, string, string, string)         {}
 func (noEvents) EndTokens(string, string)                                     {}
 func (noEvents) Subscribe(string, events.Filter, int) *events.Subscription {

@@ -1,7 +1,8 @@
 // Package activation owns the life of an activation: its creation (with its
 // River job and its created event in one transaction, idempotent under an
-// Idempotency-Key), its run on a worker (claim, LLM call with retries,
-// timeout and cancellation, result and events in one transaction), and its
+// Idempotency-Key), its run on a worker (claim, execution slot, the agent
+// run by its executor, timeout and cancellation, result and events in one
+// transaction), and its
 // recovery when a worker dies (heartbeats, re-queue). Execution is
 // at-least-once: a job may run twice, but the claim makes the second run a
 // no-op.
@@ -26,7 +27,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/events"
-	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -40,13 +41,12 @@ type Agents interface {
 
 // ResolveFunc turns a provider_id ("" for the default) into a client, the
 // provider's id and its default model (llm.Service.Resolve).
-type ResolveFunc func(ctx context.Context, userID, providerID string) (client llm.Client, id, defaultModel string, err error)
+type ResolveFunc = executor.ResolveFunc
 
 // EventBus stores events in a transaction and publishes them after commit
 // (events.Bus).
 type EventBus interface {
-	Append(ctx context.Context, tx *store.Store, evs ...*events.Event) error
-	Publish(ctx context.Context, evs ...events.Event)
+	Record(ctx context.Context, tx *store.Store, evs ...*events.Event) error
 	PublishDelta(ctx context.Context, userID, activationID, text string)
 	// EndTokens says the run's fragments are all published: streams of
 	// the activation stop waiting for more.
@@ -62,6 +62,9 @@ type Webhooks interface {
 	CheckURL(field, raw string) error
 }
 
+// EndHook is told, in its transaction, that activation a has ended.
+type EndHook func(ctx context.Context, tx *store.Store, a *store.Activation) error
+
 // Deps are what the service is built on. Webhooks may be nil.
 type Deps struct {
 	Store    *store.Store
@@ -72,6 +75,13 @@ type Deps struct {
 	Resolve  ResolveFunc
 	Events   EventBus
 	Webhooks Webhooks
+	// Executors run the agents.
+	Executors *executor.Set
+	// EndHooks run inside the transaction that records any end of an
+	// activation (completed, failed, cancelled, reaped): what must change
+	// with it (a pipeline's next step, the end of an agent key) commits or
+	// rolls back with it. Work after the commit goes to tx.AfterCommit.
+	EndHooks []EndHook
 	// Metrics may be nil.
 	Metrics *metrics.Metrics
 }
@@ -87,11 +97,6 @@ type Options struct {
 	// MaxAttempts bounds how often an activation is started before a dying
 	// worker fails it instead of re-queueing it.
 	MaxAttempts int
-	// RetryBackoff is the first delay between retries of a transient
-	// provider error (then doubled).
-	RetryBackoff time.Duration
-	// ProviderRetries is how many times a transient error is retried.
-	ProviderRetries int
 }
 
 func (o *Options) defaults() {
@@ -106,12 +111,6 @@ func (o *Options) defaults() {
 	}
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 3
-	}
-	if o.RetryBackoff == 0 {
-		o.RetryBackoff = 500 * time.Millisecond
-	}
-	if o.ProviderRetries == 0 {
-		o.ProviderRetries = 3
 	}
 }
 
@@ -128,6 +127,10 @@ type Service struct {
 // New builds the service and registers its River worker on q.
 func New(d Deps, opts Options) *Service {
 	opts.defaults()
+	if d.Executors == nil {
+		// LLM agents only: what a platform without custom runtimes runs.
+		d.Executors = &executor.Set{LLM: executor.NewLLM(d.Resolve, d.Store, d.Log)}
+	}
 	s := &Service{Deps: d, opts: opts, now: store.Now}
 	queue.AddWorker(d.Queue, &jobWorker{svc: s})
 	return s
@@ -215,7 +218,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		if release != nil {
 			opts = deferredOpts(a.Priority)
 		}
-		res, err := s.Queue.Client().InsertTx(tx.TxContext(ctx), tx.Tx(), Args{ActivationID: a.ID}, opts)
+		res, err := s.Queue.InsertTx(ctx, tx, Args{ActivationID: a.ID}, opts)
 		if err != nil {
 			return err
 		}
@@ -224,7 +227,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		for i := range evs {
 			ptrs[i] = &evs[i]
 		}
-		return s.Events.Append(ctx, tx, ptrs...)
+		return s.Events.Record(ctx, tx, ptrs...)
 	})
 	if err != nil && release != nil {
 		s.untrack(run)
@@ -242,7 +245,6 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	if err != nil {
 		return nil, false, err
 	}
-	s.Events.Publish(ctx, evs...)
 	if release != nil {
 		s.runLocal(run, &claimed, agent, jobID, release)
 	}
@@ -271,7 +273,7 @@ func (s *Service) replay(ctx context.Context, userID, key, hash string) (*store.
 
 // enqueue inserts the activation's job in tx: it commits with the row.
 func (s *Service) enqueue(ctx context.Context, tx *store.Store, a *store.Activation) error {
-	_, err := s.Queue.Client().InsertTx(tx.TxContext(ctx), tx.Tx(), Args{ActivationID: a.ID}, jobOpts(a.Priority))
+	_, err := s.Queue.InsertTx(ctx, tx, Args{ActivationID: a.ID}, jobOpts(a.Priority))
 	return err
 }
 
@@ -367,23 +369,37 @@ func (s *Service) Get(ctx context.Context, c *auth.Caller, id string) (*store.Ac
 	return a, nil
 }
 
+// Logs returns what the caller's activation id wrote (ctx.log,
+// console.log, a thrown error's stack), in order: [{ts, level, message}],
+// and whether the cap cut them short. An activation that wrote nothing
+// (every LLM agent's) has none.
+func (s *Service) Logs(ctx context.Context, c *auth.Caller, id string) (logs json.RawMessage, truncated bool, err error) {
+	a, err := s.Get(ctx, c, id)
+	if err != nil {
+		return nil, false, err
+	}
+	l, err := s.Store.RunLogsGet(ctx, a.UserID, a.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return json.RawMessage("[]"), false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return l.Logs, l.Truncated, nil
+}
+
 // Cancel ends a queued or running activation as failed with "Activation
 // cancelled" and stops its work: at once on this node, within a second on
 // another.
 func (s *Service) Cancel(ctx context.Context, a *store.Activation) (*store.Activation, error) {
 	var out *store.Activation
-	var ev events.Event
 	err := s.Store.InTx(ctx, func(tx *store.Store) error {
 		done, ok, err := tx.ActivationCancel(ctx, a.ID, ErrCancelled, s.now())
 		if err != nil || !ok {
 			return err
 		}
 		out = done
-		ev = s.event(events.ActivationFailed, done)
-		if err := s.Events.Append(ctx, tx, &ev); err != nil {
-			return err
-		}
-		return s.webhookTx(ctx, tx, done, nil, ev)
+		return s.endedTx(ctx, tx, done, nil)
 	})
 	if err != nil {
 		return nil, err
@@ -394,8 +410,6 @@ func (s *Service) Cancel(ctx context.Context, a *store.Activation) (*store.Activ
 	if cancel, ok := s.running.Load(a.ID); ok {
 		cancel.(context.CancelCauseFunc)(errCancelled)
 	}
-	s.Events.Publish(ctx, ev)
-	s.Metrics.ActivationEnded(out.Status, out.DurationMS)
 	return out, nil
 }
 

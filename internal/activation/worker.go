@@ -5,15 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/agentplatform/agentplatform/internal/cleantext"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -63,7 +61,6 @@ func (s *Service) run(ctx context.Context, id string, release func()) error {
 	if r == nil {
 		return nil // running on this process already
 	}
-	var started events.Event
 	var a *store.Activation
 	err := s.Store.InTx(ctx, func(tx *store.Store) error {
 		claimed, ok, err := tx.ActivationClaim(ctx, id, s.opts.WorkerID, s.now())
@@ -71,14 +68,13 @@ func (s *Service) run(ctx context.Context, id string, release func()) error {
 			return err
 		}
 		a = claimed
-		started = s.event(events.ActivationStarted, a)
-		return s.Events.Append(ctx, tx, &started)
+		started := s.event(events.ActivationStarted, a)
+		return s.Events.Record(ctx, tx, &started)
 	})
 	if err != nil || a == nil {
 		s.untrack(r)
 		return err // a == nil: not queued any more, cancelled, or a duplicate job
 	}
-	s.Events.Publish(ctx, started)
 	held := func(context.Context) (func(), error) { return release, nil }
 	return s.runClaimed(ctx, r, a, nil, 0, held)
 }
@@ -132,7 +128,7 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	runCtx, cancel := r.ctx, r.cancel
 
 	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
-	var output json.RawMessage
+	var res *executor.Result
 	release, runErr := slot(runCtx)
 	if runErr == nil && runCtx.Err() != nil {
 		// Cancelled before it could start (a slot that came free at the
@@ -144,7 +140,7 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	if runErr == nil {
 		execCtx, stopTimer := context.WithTimeoutCause(runCtx, timeout, errTimedOut)
 		stopWatch := s.watchCancel(execCtx, a.ID, cancel)
-		output, runErr = s.execute(execCtx, a, agent)
+		res, runErr = s.execute(execCtx, a, agent)
 		s.Events.EndTokens(a.UserID, a.ID)
 		cause = context.Cause(execCtx)
 		stopWatch()
@@ -153,16 +149,16 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	}
 	switch {
 	case runErr == nil:
-		return s.finish(ctx, a, agent, jobID, output, nil)
+		return s.finish(ctx, a, agent, jobID, res, nil)
 	case errors.Is(cause, errCancelled):
 		// Cancel already recorded the end; finish finds it ended and only
 		// drops the fast path's deferred job.
 		if jobID == 0 {
 			return nil
 		}
-		return s.finish(ctx, a, agent, jobID, nil, runErr)
+		return s.finish(ctx, a, agent, jobID, res, runErr)
 	case errors.Is(cause, errTimedOut):
-		return s.finish(ctx, a, agent, jobID, nil, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
+		return s.finish(ctx, a, agent, jobID, res, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
 	case ctx.Err() != nil:
 		// The process is stopping: hand the activation back; River retries
 		// the job, here or on another worker.
@@ -173,7 +169,7 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 		}
 		return errShutdown
 	default:
-		return s.finish(ctx, a, agent, jobID, nil, runErr)
+		return s.finish(ctx, a, agent, jobID, res, runErr)
 	}
 }
 
@@ -206,10 +202,16 @@ func (s *Service) watchCancel(ctx context.Context, id string, cancel context.Can
 // returned it, except for what the databases cannot store (NUL, invalid
 // UTF-8: U+FFFD instead). agent is the activation's agent when the run
 // loaded it, else nil. ctx ends when the process stops.
-func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, output json.RawMessage, runErr error) error {
-	o := store.Outcome{Status: store.StatusCompleted, OutputData: cleantext.JSON(output), CompletedAt: s.now()}
+func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, res *executor.Result, runErr error) error {
+	if res == nil {
+		res = &executor.Result{}
+	}
+	o := store.Outcome{Status: store.StatusCompleted, OutputData: cleantext.JSON(res.Output), CompletedAt: s.now()}
 	if runErr != nil {
 		o = store.Outcome{Status: store.StatusFailed, Error: cleantext.String(errorText(runErr)), CompletedAt: s.now()}
+	}
+	if len(res.Logs) > 0 {
+		o.Logs, o.LogsTruncated = cleantext.JSON(mustJSON(res.Logs)), res.LogsTruncated
 	}
 	// The result must be saved even when the run's context is gone.
 	err := s.recordEnd(context.WithoutCancel(ctx), a, agent, jobID, o)
@@ -256,9 +258,7 @@ func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *stor
 // recordEnd stores outcome o of a in one transaction with its event and
 // webhook, and publishes the event after commit.
 func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, o store.Outcome) error {
-	var ev events.Event
-	var done *store.Activation
-	err := s.Store.InTx(ctx, func(tx *store.Store) error {
+	return s.Store.InTx(ctx, func(tx *store.Store) error {
 		ended, ok, err := tx.ActivationFinish(ctx, a.ID, o)
 		if err != nil {
 			return err
@@ -268,24 +268,33 @@ func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *sto
 		if err := s.dropJob(ctx, tx, jobID); err != nil || !ok {
 			return err
 		}
-		done = ended
-		typ := events.ActivationCompleted
-		if o.Status == store.StatusFailed {
-			typ = events.ActivationFailed
-		}
-		ev = s.event(typ, ended)
-		if err := s.Events.Append(ctx, tx, &ev); err != nil {
+		return s.endedTx(ctx, tx, ended, agent)
+	})
+}
+
+// endedTx records in tx everything that follows any end of activation a
+// (a run's end, a cancel, a reaped worker's last attempt): the end hooks,
+// its webhook and its event, published after commit with its metrics.
+// agent may be nil. The event goes last: appending it locks the user's
+// event counter until the commit.
+func (s *Service) endedTx(ctx context.Context, tx *store.Store, a *store.Activation, agent *store.Agent) error {
+	for _, h := range s.EndHooks {
+		if err := h(ctx, tx, a); err != nil {
 			return err
 		}
-		return s.webhookTx(ctx, tx, ended, agent, ev)
-	})
-	if err != nil {
+	}
+	typ := events.ActivationCompleted
+	if a.Status == store.StatusFailed {
+		typ = events.ActivationFailed
+	}
+	ev := s.event(typ, a)
+	if err := s.webhookTx(ctx, tx, a, agent, ev); err != nil {
 		return err
 	}
-	if done != nil {
-		s.Events.Publish(ctx, ev)
-		s.Metrics.ActivationEnded(done.Status, done.DurationMS)
+	if err := s.Events.Record(ctx, tx, &ev); err != nil {
+		return err
 	}
+	tx.AfterCommit(func() { s.Metrics.ActivationEnded(a.Status, a.DurationMS) })
 	return nil
 }
 
@@ -298,11 +307,7 @@ func (s *Service) dropJob(ctx context.Context, tx *store.Store, jobID int64) err
 	if jobID == 0 {
 		return nil
 	}
-	_, err := s.Queue.Client().JobDeleteTx(tx.TxContext(ctx), tx.Tx(), jobID)
-	if errors.Is(err, river.ErrNotFound) || errors.Is(err, rivertype.ErrJobRunning) {
-		return nil
-	}
-	return err
+	return s.Queue.DeleteTx(ctx, tx, jobID)
 }
 
 // handBack returns a running activation to the queue when this process
@@ -355,129 +360,34 @@ func errorText(err error) string {
 	return err.Error()
 }
 
-// execute runs the agent and returns its output_data.
-func (s *Service) execute(ctx context.Context, a *store.Activation, agent *store.Agent) (json.RawMessage, error) {
-	switch agent.AgentTypeID {
-	case "llm":
-		return s.runLLM(ctx, a, agent)
-	default:
-		var cfg struct {
-			Runtime string `json:"runtime"`
-		}
-		_ = json.Unmarshal(agent.Config, &cfg)
-		return nil, fmt.Errorf("custom agents (runtime %q) cannot run on this version of the platform yet", cfg.Runtime)
-	}
+// mustJSON encodes what always encodes (log lines).
+func mustJSON(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
 }
 
-// llmConfig is an LLM agent's agent_config, overridden per activation by
-// metadata.
-type llmConfig struct {
-	Model         string   `json:"model"`
-	Temperature   *float64 `json:"temperature"`
-	SystemMessage string   `json:"system_message"`
-	SystemPrompt  string   `json:"system_prompt"` // metadata's name for it
-	ProviderID    string   `json:"provider_id"`
-	MaxTokens     int      `json:"max_tokens"`
-}
-
-// historyTurns bounds how many earlier turns of a chat are sent.
-const historyTurns = 50
-
-func (s *Service) runLLM(ctx context.Context, a *store.Activation, agent *store.Agent) (json.RawMessage, error) {
-	var cfg, meta llmConfig
-	_ = json.Unmarshal(agent.Config, &cfg)
-	_ = json.Unmarshal(a.Metadata, &meta)
-	if meta.ProviderID != "" {
-		cfg.ProviderID = meta.ProviderID
-	}
-	if meta.Model != "" {
-		cfg.Model = meta.Model
-	}
-	if meta.Temperature != nil {
-		cfg.Temperature = meta.Temperature
-	}
-	if meta.MaxTokens > 0 {
-		cfg.MaxTokens = meta.MaxTokens
-	}
-	if meta.SystemPrompt != "" {
-		cfg.SystemMessage = meta.SystemPrompt
-	}
-	client, providerID, defaultModel, err := s.Resolve(ctx, a.UserID, cfg.ProviderID)
+// execute runs the agent through its executor: its output_data, and its
+// logs (a custom agent's), kept whether it failed or not.
+func (s *Service) execute(ctx context.Context, a *store.Activation, agent *store.Agent) (*executor.Result, error) {
+	e, err := s.Executors.For(agent.AgentTypeID, agent.Config)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Model == "" {
-		cfg.Model = defaultModel
-	}
-	req := llm.Request{Model: cfg.Model, System: cfg.SystemMessage, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
-		OnDelta: func(text string) { s.Events.PublishDelta(ctx, a.UserID, a.ID, cleantext.String(text)) }}
-	if a.ChatID != "" {
-		turns, err := s.Store.ActivationChatHistory(ctx, a.UserID, a.AgentID, a.ChatID, a.CreatedAt, historyTurns)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range turns {
-			var out struct {
-				Response string `json:"response"`
-			}
-			_ = json.Unmarshal(t.OutputData, &out)
-			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(t.InputData)},
-				llm.Message{Role: llm.RoleAssistant, Content: out.Response})
+	// A custom agent's run gets its agent key now, in a statement of its
+	// own (no transaction waits on it); an end hook deletes it with the
+	// activation's end, and from that end on it opens nothing.
+	var key string
+	if agent.AgentTypeID != "llm" && a.AppID != "" && s.Auth != nil {
+		if key, err = s.Auth.IssueAgentKey(ctx, a); err != nil {
+			return nil, fmt.Errorf("issue the run's agent key: %w", err)
 		}
 	}
-	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(a.InputData)})
-
-	res, err := s.completeWithRetry(ctx, client, req)
-	if err != nil {
-		return nil, err
+	res, err := e.Execute(ctx, &executor.Run{Kind: executor.Activation, ID: a.ID, UserID: a.UserID, AppID: a.AppID,
+		AgentID: a.AgentID, ChatID: a.ChatID, CreatedAt: a.CreatedAt, Input: a.InputData, Context: a.Context,
+		Metadata: a.Metadata, Config: agent.Config, TimeoutSeconds: agent.TimeoutSeconds, AgentKey: key,
+		OnDelta: func(text string) { s.Events.PublishDelta(ctx, a.UserID, a.ID, cleantext.String(text)) }})
+	if res == nil {
+		res = &executor.Result{}
 	}
-	if res.Provider == "" {
-		res.Provider = providerID
-	}
-	return json.Marshal(map[string]any{
-		"response": res.Text, "model": res.Model, "provider": res.Provider,
-		"usage": res.Usage, "finish_reason": res.FinishReason,
-	})
-}
-
-// completeWithRetry retries transient provider errors with growing, jittered
-// delays while the run's time lasts.
-func (s *Service) completeWithRetry(ctx context.Context, client llm.Client, req llm.Request) (*llm.Response, error) {
-	delay := s.opts.RetryBackoff
-	for attempt := 0; ; attempt++ {
-		res, err := client.Complete(ctx, req)
-		var pe *llm.Error
-		if err == nil || ctx.Err() != nil || !errors.As(err, &pe) || !pe.Transient || attempt >= s.opts.ProviderRetries {
-			return res, err
-		}
-		wait := delay/2 + rand.N(delay)
-		s.Log.Warn("transient provider error, retrying", "provider", pe.Provider, "status", pe.Status, "retry_in", wait)
-		select {
-		case <-ctx.Done():
-			return nil, err
-		case <-time.After(wait):
-		}
-		delay *= 2
-	}
-}
-
-// promptOf is the user message of an input: prompt (with additional_context
-// appended), or the input's JSON when it has no prompt.
-func promptOf(input json.RawMessage) string {
-	var in struct {
-		Prompt            string `json:"prompt"`
-		AdditionalContext any    `json:"additional_context"`
-	}
-	if json.Unmarshal(input, &in) != nil || in.Prompt == "" {
-		return string(input)
-	}
-	switch extra := in.AdditionalContext.(type) {
-	case nil:
-		return in.Prompt
-	case string:
-		return in.Prompt + "\n\n" + extra
-	default:
-		b, _ := json.Marshal(extra)
-		return strings.TrimSpace(in.Prompt + "\n\n" + string(b))
-	}
+	return res, err
 }

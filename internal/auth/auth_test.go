@@ -59,6 +59,7 @@ func TestAllow(t *testing.T) {
 		c.AppID = "a"
 		return c
 	}
+	agentKey := &Caller{Kind: KindAgentKey, AppID: "a", ActivationID: "x"}
 	get, post := http.MethodGet, http.MethodPost
 	for _, tc := range []struct {
 		name   string
@@ -90,6 +91,14 @@ func TestAllow(t *testing.T) {
 		{"bound app key on account read", boundKey(false, ScopeAppAccess), AccountRead, get, ErrForbidden},
 		{"bound admin key on admin route", boundKey(true, ScopeAdmin), AdminOnly, get, ErrForbidden},
 		{"bound key on its app's routes", boundKey(false, ScopeWrite), User, post, nil},
+		{"agent key on app data", agentKey, AppData, post, nil},
+		{"agent key on an app route", agentKey, AppUse, get, ErrForbidden},
+		{"agent key on a user route", agentKey, User, get, ErrForbidden},
+		{"agent key on an account read", agentKey, AccountRead, get, ErrForbidden},
+		{"agent key on key management", agentKey, SessionOnly, get, ErrForbidden},
+		{"admin's agent key on an admin route", &Caller{Kind: KindAgentKey, IsAdmin: true, AppID: "a"}, AdminOnly, get, ErrForbidden},
+		{"app key on app data", key(false, ScopeAppAccess), AppData, post, nil},
+		{"read key cannot write app data", key(false, ScopeRead), AppData, post, ErrForbidden},
 	} {
 		require.Equal(t, tc.want, Allow(tc.caller, tc.rule, tc.method), tc.name)
 	}
@@ -105,4 +114,7 @@ func TestAllow(t *testing.T) {
 	require.False(t, bound.SeesApp(""), "things outside every app")
 	require.True(t, session.SeesApp(""))
 	require.True(t, session.SeesApp("b"))
+	require.Equal(t, ErrOtherApp, AllowApp(agentKey, "b"), "an agent key's other apps are absent")
+	require.False(t, agentKey.SeesApp(""))
+	require.False(t, (&Caller{Kind: KindAgentKey, IsAdmin: true, AppID: "a"}).CanAdmin())
 }

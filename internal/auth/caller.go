@@ -39,11 +39,14 @@ type Caller struct {
 	Email   string
 	IsAdmin bool
 	Kind    Kind
-	// SessionID is set for sessions, KeyID for API keys.
-	SessionID string
-	KeyID     int64
-	Scopes    []Scope
-	// AppID binds a key to one app; empty means every app of the user.
+	// SessionID is set for sessions, KeyID for API keys, ActivationID for
+	// agent keys (the run the key belongs to).
+	SessionID    string
+	KeyID        int64
+	ActivationID string
+	Scopes       []Scope
+	// AppID binds a key to one app; empty means every app of the user. An
+	// agent key is always bound to its activation's app.
 	AppID string
 	// AdminReason is the X-Admin-Reason header: an admin's stated reason to
 	// reach another user's resource.
@@ -93,6 +96,11 @@ type Rule struct {
 	// one app gets 403. Admin and SessionOnly routes are refused to bound
 	// keys anyway.
 	Account bool
+	// AgentKeyOK routes are open to agent keys (agk_): an app's data and
+	// credential endpoints, which a custom agent's run uses. Every other
+	// route refuses them (403); the key's binding to its app makes other
+	// apps' things absent (404) as for any bound key.
+	AgentKeyOK bool
 }
 
 // The rules routes use.
@@ -105,6 +113,9 @@ var (
 	Account     = Rule{Account: true}
 	// AccountRead is Account that app:access keys may read.
 	AccountRead = Rule{Account: true, AppAccess: true}
+	// AppData is AppUse that a running custom agent's key may use too:
+	// the app data and credential routes.
+	AppData = Rule{AppAccess: true, AgentKeyOK: true}
 )
 
 // ErrOtherApp answers a key bound to one app that names another: the app
@@ -118,6 +129,14 @@ func Allow(c *Caller, rule Rule, method string) error {
 	}
 	if c == nil {
 		return ErrAuthRequired
+	}
+	if c.Kind == KindAgentKey {
+		// An agent key carries no scopes: what it may do is the route's
+		// say alone.
+		if !rule.AgentKeyOK {
+			return ErrForbidden
+		}
+		return nil
 	}
 	if rule.SessionOnly && c.Kind != KindSession {
 		return ErrForbidden

@@ -85,6 +85,11 @@ func errTooManyConnections(limit int) error {
 // RateLimit error; a credential that ended since c was authenticated gets
 // the authentication error a new request would.
 func (s *Service) Hold(ctx context.Context, c *Caller) (*Hold, error) {
+	if c.Kind == KindAgentKey {
+		// A run's key calls the platform back; it does not listen to it
+		// (agentkeys.go). Allow refuses it the routes that hold first.
+		return nil, ErrForbidden
+	}
 	h := &Hold{s: s, userID: c.UserID, ended: make(chan struct{}),
 		cred: credential{kind: c.Kind, sessionID: c.SessionID, keyID: c.KeyID}}
 	h.ctx, h.cancel = context.WithCancelCause(ctx)

@@ -83,6 +83,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Caller, erro
 		return s.authenticateSession(ctx, token)
 	case len(token) > len(PrefixAPIKey) && token[:len(PrefixAPIKey)] == PrefixAPIKey:
 		return s.authenticateKey(ctx, token)
+	case len(token) > len(PrefixAgentKey) && token[:len(PrefixAgentKey)] == PrefixAgentKey:
+		return s.authenticateAgentKey(ctx, token)
 	}
 	return nil, ErrInvalidAPIKey
 }

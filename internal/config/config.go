@@ -33,6 +33,7 @@ type Config struct {
 	secretKeyText string
 
 	Workers      int    // AP_WORKERS
+	JSMemoryMB   int    // AP_JS_MEMORY_MB, the memory ceiling of one JavaScript run
 	Registration string // AP_REGISTRATION: open or closed
 	RateLimit    int    // AP_RATE_LIMIT, requests per minute per caller
 	// LoginFailureLimit is how many failed logins per minute one IP may make.
@@ -85,6 +86,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		Env:               "development",
 		LogLevel:          "info",
 		Workers:           DefaultWorkers,
+		JSMemoryMB:        64,
 		Registration:      "open",
 		RateLimit:         600,
 		LoginFailureLimit: 10,
@@ -132,6 +134,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	str("AP_LOG_LEVEL", &c.LogLevel)
 	secret("AP_SECRET_KEY", &c.secretKeyText)
 	integer("AP_WORKERS", &c.Workers)
+	integer("AP_JS_MEMORY_MB", &c.JSMemoryMB)
 	str("AP_REGISTRATION", &c.Registration)
 	integer("AP_RATE_LIMIT", &c.RateLimit)
 	integer("AP_LOGIN_FAILURE_LIMIT", &c.LoginFailureLimit)
@@ -164,6 +167,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Env, "env", c.Env, "development or production (AP_ENV)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (AP_LOG_LEVEL)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "concurrent activations per worker process (AP_WORKERS)")
+	fs.IntVar(&c.JSMemoryMB, "js-memory-mb", c.JSMemoryMB, "memory ceiling of one JavaScript run, MB (AP_JS_MEMORY_MB)")
 	fs.StringVar(&c.Registration, "registration", c.Registration, "open or closed (AP_REGISTRATION)")
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "requests per minute per caller (AP_RATE_LIMIT)")
 	fs.StringVar(&c.TLSCert, "tls-cert", c.TLSCert, "certificate file for HTTPS (AP_TLS_CERT)")
@@ -184,6 +188,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Registration != "open" && c.Registration != "closed" {
 		bad("AP_REGISTRATION must be open or closed, not %q", c.Registration)
+	}
+	if c.JSMemoryMB < 4 || c.JSMemoryMB > 4096 {
+		bad("AP_JS_MEMORY_MB must be between 4 and 4096")
 	}
 	if c.Workers < 1 {
 		bad("AP_WORKERS must be at least 1")

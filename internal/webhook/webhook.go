@@ -144,6 +144,45 @@ func NewSecret() string {
 	return SecretPrefix + base64.StdEncoding.EncodeToString(b)
 }
 
+// Secret sizes: Standard Webhooks secrets are 24 to 64 random bytes.
+const (
+	minSecretBytes = 24
+	maxSecretBytes = 64
+)
+
+// CheckSecret tells what is wrong with a signing secret a user supplied:
+// it must be whsec_ and the base64 of 24 to 64 bytes.
+func CheckSecret(secret string) error {
+	rest, ok := strings.CutPrefix(secret, SecretPrefix)
+	if !ok {
+		return fmt.Errorf("must start with %s (the Standard Webhooks form: %s and the base64 of 24 to 64 random bytes)", SecretPrefix, SecretPrefix)
+	}
+	key, err := base64.StdEncoding.DecodeString(rest)
+	if err != nil {
+		return fmt.Errorf("must be %s and standard base64 (%s)", SecretPrefix, "A-Z, a-z, 0-9, +, / and = padding")
+	}
+	if len(key) < minSecretBytes || len(key) > maxSecretBytes {
+		return fmt.Errorf("must encode %d to %d bytes, not %d", minSecretBytes, maxSecretBytes, len(key))
+	}
+	return nil
+}
+
+// SignHeaders sets the Standard Webhooks headers of a message with id, sent
+// at ts with body, signed with each of secrets.
+func SignHeaders(h http.Header, id string, ts time.Time, body []byte, secrets ...string) error {
+	sigs := make([]string, len(secrets))
+	for i, sec := range secrets {
+		var err error
+		if sigs[i], err = Sign(sec, id, ts, body); err != nil {
+			return err
+		}
+	}
+	h.Set(HeaderID, id)
+	h.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
+	h.Set(HeaderSignature, strings.Join(sigs, " "))
+	return nil
+}
+
 // Sign returns the webhook-signature value for a message: "v1," and the
 // base64 HMAC-SHA256 of "id.timestamp.body" keyed by the secret's bytes.
 func Sign(secret, id string, ts time.Time, body []byte) (string, error) {
@@ -317,12 +356,7 @@ func (s *Service) EnqueueTx(ctx context.Context, tx *store.Store, appID, url str
 	}
 	args.Payload = payload
 	opts := &river.InsertOpts{Queue: Queue, MaxAttempts: len(s.opts.RetryDelays) + 1}
-	if tx.Tx() == nil {
-		_, err = s.queue.Client().Insert(ctx, args, opts)
-	} else {
-		_, err = s.queue.Client().InsertTx(tx.TxContext(ctx), tx.Tx(), args, opts)
-	}
-	if err != nil {
+	if _, err = s.queue.InsertTx(ctx, tx, args, opts); err != nil {
 		return fmt.Errorf("webhook: enqueue: %w", err)
 	}
 	return nil
@@ -431,12 +465,6 @@ func (s *Service) deliver(ctx context.Context, a DeliveryArgs, attempt int, last
 	if err != nil {
 		return err
 	}
-	sigs := make([]string, len(secrets))
-	for i, sec := range secrets {
-		if sigs[i], err = Sign(sec, a.WebhookID, ts, a.Payload); err != nil {
-			return river.JobCancel(err)
-		}
-	}
 	target := egress.Redact(a.URL)
 	rec := &store.WebhookDelivery{ID: uuid.Must(uuid.NewV7()).String(), ActivationID: a.ActivationID, AppID: a.AppID,
 		WebhookID: a.WebhookID, EventType: a.EventType, URL: target, Attempt: attempt, CreatedAt: ts}
@@ -447,9 +475,9 @@ func (s *Service) deliver(ctx context.Context, a DeliveryArgs, attempt int, last
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "AgentPlatform-Webhooks/1")
-	req.Header.Set(HeaderID, a.WebhookID)
-	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts.Unix(), 10))
-	req.Header.Set(HeaderSignature, strings.Join(sigs, " "))
+	if err := SignHeaders(req.Header, a.WebhookID, ts, a.Payload, secrets...); err != nil {
+		return river.JobCancel(err)
+	}
 	start := time.Now()
 	res, sendErr := s.client.Do(req)
 	var refused *egress.Refused

@@ -1,0 +1,428 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/egress"
+	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/sandbox"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// Data is app data as ctx.data sees it (appdata.Service, adapted): JSON in
+// and out, for the run's user and app. A validation failure is an
+// *apperr.Error of kind Validation; Get answers nil when the record is
+// absent.
+type Data interface {
+	CreateModel(ctx context.Context, userID, appID, slug string, def json.RawMessage) (json.RawMessage, error)
+	List(ctx context.Context, userID, appID, slug string, query json.RawMessage) (json.RawMessage, error)
+	Get(ctx context.Context, userID, appID, slug, itemID string) (json.RawMessage, error)
+	Create(ctx context.Context, userID, appID, slug string, data json.RawMessage, createdBy string) (json.RawMessage, error)
+	Update(ctx context.Context, userID, appID, slug, itemID string, data json.RawMessage) (json.RawMessage, error)
+	Delete(ctx context.Context, userID, appID, slug, itemID string) error
+}
+
+// Credentials is the credential service as ctx.credentials sees it; until
+// OAuth connections exist, NoCredentials answers every call.
+type Credentials interface {
+	Call(ctx context.Context, userID, appID, method string, args json.RawMessage) (json.RawMessage, error)
+}
+
+// NoCredentials is the credential service of a platform without OAuth
+// connections: every call throws CredentialNotFoundError.
+type NoCredentials struct{}
+
+// Call implements Credentials.
+func (NoCredentials) Call(_ context.Context, _, _, method string, args json.RawMessage) (json.RawMessage, error) {
+	var a []any
+	_ = json.Unmarshal(args, &a)
+	provider := ""
+	if len(a) > 0 {
+		provider, _ = a[0].(string)
+	}
+	return nil, &sandbox.Thrown{Name: string(apperr.CredentialNotFound),
+		Message: fmt.Sprintf("No connection for provider %q: connect an account first", provider)}
+}
+
+// credentialMethods are ctx.credentials' functions (DESIGN).
+var credentialMethods = []string{"getCredentials", "isConnected", "listConnections", "refreshToken",
+	"revokeConnection", "getAuthUrl", "validateScopes", "getTokenInfo", "getUserInfo"}
+
+// Limits on what code keeps in ctx.storage.
+const (
+	maxStorageKey   = 256
+	maxStorageValue = 256 << 10
+	maxStorageList  = 1000
+)
+
+// Fetch limits (DESIGN: 10 s, 5 MiB, 3 redirects each checked again).
+const (
+	fetchTimeout   = 10 * time.Second
+	fetchMaxBody   = 5 << 20
+	fetchRedirects = 3
+	maxFetchBody   = 5 << 20 // of a request
+)
+
+// JavaScript runs custom agents and functions written in JavaScript in the
+// sandbox, with ctx's services.
+type JavaScript struct {
+	Store       *store.Store
+	LLM         *LLM
+	Data        Data        // nil: ctx.data throws
+	Credentials Credentials // nil: NoCredentials
+	Limits      sandbox.Limits
+	fetch       *http.Client
+}
+
+// NewJavaScript returns the JavaScript executor; memoryMB is
+// AP_JS_MEMORY_MB.
+func NewJavaScript(st *store.Store, guard *egress.Guard, llmExec *LLM, memoryMB int) *JavaScript {
+	limits := sandbox.DefaultLimits
+	if memoryMB > 0 {
+		limits.MemoryBytes = memoryMB << 20
+	}
+	return &JavaScript{Store: st, LLM: llmExec, Limits: limits, Credentials: NoCredentials{},
+		fetch: guard.Client(egress.Options{Field: "ctx.http.fetch", Timeout: fetchTimeout, MaxBody: fetchMaxBody, MaxRedirects: fetchRedirects})}
+}
+
+// Execute runs the run's code.
+func (j *JavaScript) Execute(ctx context.Context, run *Run) (*Result, error) {
+	var cfg struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(run.Config, &cfg)
+	fields, err := j.fields(run)
+	if err != nil {
+		return nil, err
+	}
+	res, err := sandbox.Run(ctx, sandbox.Program{Code: cfg.Code, Input: run.Input, Ctx: fields, Calls: j.calls(run), Limits: j.Limits})
+	out := &Result{LogsTruncated: res.LogsTruncated}
+	for _, l := range res.Logs {
+		out.Logs = append(out.Logs, LogLine{TS: l.TS, Level: l.Level, Message: l.Message})
+	}
+	if err != nil {
+		return out, err
+	}
+	out.Output = res.Output
+	return out, nil
+}
+
+// fields are ctx's plain values (DESIGN).
+func (j *JavaScript) fields(run *Run) (json.RawMessage, error) {
+	f := map[string]any{"app_id": run.AppID, "user_id": run.UserID}
+	raw := func(m json.RawMessage) json.RawMessage {
+		if len(m) == 0 {
+			return json.RawMessage("{}")
+		}
+		return m
+	}
+	switch run.Kind {
+	case Execution:
+		f["execution"] = map[string]any{"execution_id": run.ID, "function_id": run.FunctionID, "app_id": run.AppID}
+	default:
+		f["activation"] = map[string]any{"activation_id": run.ID, "agent_id": run.AgentID, "app_id": run.AppID,
+			"context": raw(run.Context), "metadata": raw(run.Metadata)}
+	}
+	return json.Marshal(f)
+}
+
+// args decodes a call's JSON arguments into dst's elements.
+func args(raw json.RawMessage, dst ...any) error {
+	var list []json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return &sandbox.Thrown{Name: "TypeError", Message: "bad arguments"}
+	}
+	for i, d := range dst {
+		if i >= len(list) || string(list[i]) == "null" {
+			continue
+		}
+		if err := json.Unmarshal(list[i], d); err != nil {
+			return &sandbox.Thrown{Name: "TypeError", Message: fmt.Sprintf("argument %d: %v", i+1, err)}
+		}
+	}
+	return nil
+}
+
+// thrown turns a domain error into the exception code sees: our errors
+// with their kind's name and public text; anything else without its
+// internals.
+func thrown(err error) error {
+	if err == nil {
+		return nil
+	}
+	var t *sandbox.Thrown
+	if errors.As(err, &t) {
+		return t
+	}
+	if e, ok := apperr.As(err); ok {
+		return &sandbox.Thrown{Name: string(e.Kind), Message: e.Detail}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var pe *llm.Error
+	if errors.As(err, &pe) {
+		return &sandbox.Thrown{Name: "LLMError", Message: pe.Error()}
+	}
+	return &sandbox.Thrown{Name: "Error", Message: "internal error"}
+}
+
+func (j *JavaScript) calls(run *Run) map[string]sandbox.Call {
+	c := map[string]sandbox.Call{
+		"storage.get":    j.storageGet(run),
+		"storage.set":    j.storageSet(run),
+		"storage.delete": j.storageDelete(run),
+		"storage.list":   j.storageList(run),
+		"llm.complete":   j.llmComplete(run),
+		"http.fetch":     j.httpFetch,
+	}
+	for name, call := range j.dataCalls(run) {
+		c[name] = call
+	}
+	creds := j.Credentials
+	if creds == nil {
+		creds = NoCredentials{}
+	}
+	for _, m := range credentialMethods {
+		c["credentials."+m] = func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+			v, err := creds.Call(ctx, run.UserID, run.AppID, m, a)
+			return v, thrown(err)
+		}
+	}
+	return c
+}
+
+func checkKey(key string) error {
+	if key == "" || len(key) > maxStorageKey {
+		return &sandbox.Thrown{Name: "ValidationError", Message: fmt.Sprintf("a storage key is 1 to %d bytes", maxStorageKey)}
+	}
+	return nil
+}
+
+func (j *JavaScript) storageGet(run *Run) sandbox.Call {
+	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+		var key string
+		if err := args(a, &key); err != nil {
+			return nil, err
+		}
+		if err := checkKey(key); err != nil {
+			return nil, err
+		}
+		v, err := j.Store.StorageGet(ctx, run.UserID, run.AppID, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		return v, thrown(err)
+	}
+}
+
+func (j *JavaScript) storageSet(run *Run) sandbox.Call {
+	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+		var key string
+		var value json.RawMessage
+		if err := args(a, &key, &value); err != nil {
+			return nil, err
+		}
+		if err := checkKey(key); err != nil {
+			return nil, err
+		}
+		if len(value) == 0 {
+			value = json.RawMessage("null")
+		}
+		if len(value) > maxStorageValue {
+			return nil, &sandbox.Thrown{Name: "ValidationError", Message: fmt.Sprintf("a storage value is at most %d bytes of JSON", maxStorageValue)}
+		}
+		return nil, thrown(j.Store.StorageSet(ctx, run.UserID, run.AppID, key, value, store.Now()))
+	}
+}
+
+func (j *JavaScript) storageDelete(run *Run) sandbox.Call {
+	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+		var key string
+		if err := args(a, &key); err != nil {
+			return nil, err
+		}
+		if err := checkKey(key); err != nil {
+			return nil, err
+		}
+		return nil, thrown(j.Store.StorageDelete(ctx, run.UserID, run.AppID, key))
+	}
+}
+
+func (j *JavaScript) storageList(run *Run) sandbox.Call {
+	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+		var prefix string
+		if err := args(a, &prefix); err != nil {
+			return nil, err
+		}
+		items, err := j.Store.StorageList(ctx, run.UserID, run.AppID, prefix, maxStorageList)
+		if err != nil {
+			return nil, thrown(err)
+		}
+		if items == nil {
+			items = []store.StorageItem{}
+		}
+		return json.Marshal(items)
+	}
+}
+
+func (j *JavaScript) dataCalls(run *Run) map[string]sandbox.Call {
+	d := j.Data
+	if d == nil {
+		return nil
+	}
+	u, app := run.UserID, run.AppID
+	return map[string]sandbox.Call{
+		"data.createModel": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+			var slug string
+			var def json.RawMessage
+			if err := args(a, &slug, &def); err != nil {
+				return nil, err
+			}
+			v, err := d.CreateModel(ctx, u, app, slug, def)
+			return v, thrown(err)
+		},
+		"data.list": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+			var slug string
+			var q json.RawMessage
+			if err := args(a, &slug, &q); err != nil {
+				return nil, err
+			}
+			v, err := d.List(ctx, u, app, slug, q)
+			return v, thrown(err)
+		},
+		"data.get": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+			var slug, id string
+			if err := args(a, &slug, &id); err != nil {
+				return nil, err
+			}
+			v, err := d.Get(ctx, u, app, slug, id)
+			return v, thrown(err)
+		},
+		"data.create": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+			var slug string
+			var data json.RawMessage
+			if err := args(a, &slug, &data); err != nil {
+				return nil, err
+			}
+			v, err := d.Create(ctx, u, app, slug, data, u)
+			return v, thrown(err)
+		},
+		"data.update": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+			var slug, id string
+			var data json.RawMessage
+			if err := args(a, &slug, &id, &data); err != nil {
+				return nil, err
+			}
+			v, err := d.Update(ctx, u, app, slug, id, data)
+			return v, thrown(err)
+		},
+		"data.delete": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+			var slug, id string
+			if err := args(a, &slug, &id); err != nil {
+				return nil, err
+			}
+			return nil, thrown(d.Delete(ctx, u, app, slug, id))
+		},
+	}
+}
+
+// completeRequest is ctx.llm.complete's argument.
+type completeRequest struct {
+	Prompt      string        `json:"prompt"`
+	Messages    []llm.Message `json:"messages"`
+	Model       string        `json:"model"`
+	ProviderID  string        `json:"provider_id"`
+	Temperature *float64      `json:"temperature"`
+	MaxTokens   int           `json:"max_tokens"`
+	System      string        `json:"system"`
+}
+
+func (j *JavaScript) llmComplete(run *Run) sandbox.Call {
+	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+		var req completeRequest
+		if err := args(a, &req); err != nil {
+			return nil, err
+		}
+		if req.Prompt == "" && len(req.Messages) == 0 {
+			return nil, &sandbox.Thrown{Name: "ValidationError", Message: "ctx.llm.complete needs prompt or messages"}
+		}
+		client, _, defaultModel, err := j.LLM.Resolve(ctx, run.UserID, req.ProviderID)
+		if err != nil {
+			return nil, thrown(err)
+		}
+		if req.Model == "" {
+			req.Model = defaultModel
+		}
+		msgs := req.Messages
+		if req.Prompt != "" {
+			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: req.Prompt})
+		}
+		res, err := j.LLM.Complete(ctx, client, llm.Request{Model: req.Model, System: req.System, Temperature: req.Temperature,
+			MaxTokens: req.MaxTokens, Messages: msgs})
+		if err != nil {
+			return nil, thrown(err)
+		}
+		return json.Marshal(map[string]any{"text": res.Text, "usage": res.Usage})
+	}
+}
+
+// fetchOptions is ctx.http.fetch's second argument.
+type fetchOptions struct {
+	Method  string            `json:"method"`
+	Headers map[string]string `json:"headers"`
+	Body    *string           `json:"body"`
+}
+
+func (j *JavaScript) httpFetch(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+	var url string
+	var o fetchOptions
+	if err := args(a, &url, &o); err != nil {
+		return nil, err
+	}
+	if o.Method == "" {
+		o.Method = http.MethodGet
+	}
+	var body io.Reader
+	if o.Body != nil {
+		if len(*o.Body) > maxFetchBody {
+			return nil, &sandbox.Thrown{Name: "ValidationError", Message: "a request body is at most 5 MiB"}
+		}
+		body = strings.NewReader(*o.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, strings.ToUpper(o.Method), url, body)
+	if err != nil || (req.URL.Scheme != "http" && req.URL.Scheme != "https") {
+		return nil, &sandbox.Thrown{Name: "TypeError", Message: "ctx.http.fetch needs an http or https URL"}
+	}
+	for k, v := range o.Headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := j.fetch.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &sandbox.Thrown{Name: "FetchError", Message: "ctx.http.fetch failed: " + egress.Describe(err)}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, &sandbox.Thrown{Name: "FetchError", Message: "ctx.http.fetch failed: " + egress.Describe(err)}
+	}
+	headers := map[string]string{}
+	for k := range resp.Header {
+		headers[strings.ToLower(k)] = resp.Header.Get(k)
+	}
+	return json.Marshal(map[string]any{"status": resp.StatusCode, "headers": headers, "body": string(b)})
+}

@@ -1,0 +1,157 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// ResolveFunc turns a provider_id ("" for the default) into a client, the
+// provider's id and its default model (llm.Service.Resolve).
+type ResolveFunc func(ctx context.Context, userID, providerID string) (client llm.Client, id, defaultModel string, err error)
+
+// LLM runs LLM agents: one completion, with the chat's earlier turns as
+// history, transient provider errors retried while the run's time lasts.
+type LLM struct {
+	Resolve ResolveFunc
+	Store   *store.Store
+	Log     *slog.Logger
+	// RetryBackoff is the first delay between retries of a transient
+	// provider error (then doubled); ProviderRetries how many are made.
+	RetryBackoff    time.Duration
+	ProviderRetries int
+}
+
+// NewLLM returns the LLM executor with the default retries.
+func NewLLM(resolve ResolveFunc, st *store.Store, log *slog.Logger) *LLM {
+	return &LLM{Resolve: resolve, Store: st, Log: log, RetryBackoff: 500 * time.Millisecond, ProviderRetries: 3}
+}
+
+// llmConfig is an LLM agent's agent_config, overridden per activation by
+// metadata.
+type llmConfig struct {
+	Model         string   `json:"model"`
+	Temperature   *float64 `json:"temperature"`
+	SystemMessage string   `json:"system_message"`
+	SystemPrompt  string   `json:"system_prompt"` // metadata's name for it
+	ProviderID    string   `json:"provider_id"`
+	MaxTokens     int      `json:"max_tokens"`
+}
+
+// historyTurns bounds how many earlier turns of a chat are sent.
+const historyTurns = 50
+
+// Execute completes the run's prompt; its output_data is {response, model,
+// provider, usage, finish_reason}.
+func (e *LLM) Execute(ctx context.Context, run *Run) (*Result, error) {
+	var cfg, meta llmConfig
+	_ = json.Unmarshal(run.Config, &cfg)
+	_ = json.Unmarshal(run.Metadata, &meta)
+	if meta.ProviderID != "" {
+		cfg.ProviderID = meta.ProviderID
+	}
+	if meta.Model != "" {
+		cfg.Model = meta.Model
+	}
+	if meta.Temperature != nil {
+		cfg.Temperature = meta.Temperature
+	}
+	if meta.MaxTokens > 0 {
+		cfg.MaxTokens = meta.MaxTokens
+	}
+	if meta.SystemPrompt != "" {
+		cfg.SystemMessage = meta.SystemPrompt
+	}
+	client, providerID, defaultModel, err := e.Resolve(ctx, run.UserID, cfg.ProviderID)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Model == "" {
+		cfg.Model = defaultModel
+	}
+	req := llm.Request{Model: cfg.Model, System: cfg.SystemMessage, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
+		OnDelta: run.OnDelta}
+	if run.ChatID != "" {
+		turns, err := e.Store.ActivationChatHistory(ctx, run.UserID, run.AgentID, run.ChatID, run.CreatedAt, historyTurns)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range turns {
+			var out struct {
+				Response string `json:"response"`
+			}
+			_ = json.Unmarshal(t.OutputData, &out)
+			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(t.InputData)},
+				llm.Message{Role: llm.RoleAssistant, Content: out.Response})
+		}
+	}
+	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(run.Input)})
+
+	res, err := e.Complete(ctx, client, req)
+	if err != nil {
+		return nil, err
+	}
+	if res.Provider == "" {
+		res.Provider = providerID
+	}
+	out, err := json.Marshal(map[string]any{
+		"response": res.Text, "model": res.Model, "provider": res.Provider,
+		"usage": res.Usage, "finish_reason": res.FinishReason,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Output: out}, nil
+}
+
+// Complete calls client, retrying transient provider errors with growing,
+// jittered delays while ctx lasts. JavaScript's ctx.llm.complete uses it
+// too, so both see providers alike.
+func (e *LLM) Complete(ctx context.Context, client llm.Client, req llm.Request) (*llm.Response, error) {
+	delay := e.RetryBackoff
+	for attempt := 0; ; attempt++ {
+		res, err := client.Complete(ctx, req)
+		var pe *llm.Error
+		if err == nil || ctx.Err() != nil || !errors.As(err, &pe) || !pe.Transient || attempt >= e.ProviderRetries {
+			return res, err
+		}
+		wait := delay/2 + rand.N(delay)
+		e.Log.Warn("transient provider error, retrying", "provider", pe.Provider, "status", pe.Status, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		delay *= 2
+	}
+}
+
+// promptOf is the user message of an input: prompt (with additional_context
+// appended), or the input's JSON when it has no prompt.
+func promptOf(input json.RawMessage) string {
+	var in struct {
+		Prompt            string `json:"prompt"`
+		AdditionalContext any    `json:"additional_context"`
+	}
+	if json.Unmarshal(input, &in) != nil || in.Prompt == "" {
+		return string(input)
+	}
+	switch extra := in.AdditionalContext.(type) {
+	case nil:
+		return in.Prompt
+	case string:
+		return in.Prompt + "\n\n" + extra
+	default:
+		b, _ := json.Marshal(extra)
+		return strings.TrimSpace(in.Prompt + "\n\n" + string(b))
+	}
+}
