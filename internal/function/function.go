@@ -1,0 +1,384 @@
+// Package function owns apps' functions: JavaScript run on demand with a
+// JSON input checked against the function's JSON Schema, each run recorded
+// as an execution (status, output, error, logs, duration). Functions run in
+// the caller's request (the JavaScript executor, under the function's
+// timeout) and as pipeline steps.
+package function
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/apps"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/cleantext"
+	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// Apps resolves the caller's apps (apps.Service).
+type Apps interface {
+	OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
+	ManagedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
+}
+
+// Service is the functions domain.
+type Service struct {
+	store *store.Store
+	auth  *auth.Service
+	apps  Apps
+	run   executor.Executor
+	now   func() time.Time
+
+	mu      sync.Mutex
+	schemas map[string]cachedSchema // by function id
+}
+
+type cachedSchema struct {
+	updated time.Time
+	schema  *jsonschema.Schema
+}
+
+// New returns the service; run is the JavaScript executor.
+func New(st *store.Store, a *auth.Service, ap Apps, run executor.Executor) *Service {
+	return &Service{store: st, auth: a, apps: ap, run: run, now: store.Now, schemas: map[string]cachedSchema{}}
+}
+
+// Statuses of an execution.
+const (
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+)
+
+var errFunctionNotFound = apperr.NotFoundf("Function not found")
+
+// Get returns the caller's function id.
+func (s *Service) Get(ctx context.Context, c *auth.Caller, id string) (*store.Function, error) {
+	if uuid.Validate(id) != nil {
+		return nil, errFunctionNotFound
+	}
+	f, err := s.store.FunctionGet(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errFunctionNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.auth.Reach(ctx, c, auth.Resource{Type: "function", ID: f.ID, OwnerID: f.UserID, AppID: f.AppID}, "function.read", errFunctionNotFound); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// List returns a page of the caller's functions (of app appID when set).
+func (s *Service) List(ctx context.Context, c *auth.Caller, appID string, limit, offset int) ([]store.Function, int, error) {
+	if c.AppID != "" {
+		if appID != "" && appID != c.AppID {
+			return []store.Function{}, 0, nil
+		}
+		appID = c.AppID
+	}
+	return s.store.FunctionListByUser(ctx, c.UserID, appID, limit, offset)
+}
+
+// decode validates a function's fields (the manifest's rules) and that its
+// schema compiles.
+func decode(body map[string]any) (*apps.FunctionSpec, error) {
+	spec, err := apps.DecodeFunction(body)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := compile(spec.InputSchema); err != nil {
+		return nil, apperr.Invalid("input_schema", "Invalid value for field input_schema: "+err.Error())
+	}
+	return spec, nil
+}
+
+// Create makes a function in the caller's app body["app_id"].
+func (s *Service) Create(ctx context.Context, c *auth.Caller, body map[string]any) (*store.Function, error) {
+	appID, _ := body["app_id"].(string)
+	if appID == "" {
+		return nil, apperr.Invalid("app_id", "Missing required field: app_id")
+	}
+	app, err := s.apps.ManagedApp(ctx, c, appID)
+	if err != nil {
+		return nil, err
+	}
+	delete(body, "app_id")
+	spec, err := decode(body)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	f := &store.Function{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: app.UserID, Name: spec.Name, Description: spec.Description,
+		Code: spec.Code, InputSchema: spec.InputSchema, TimeoutSeconds: spec.TimeoutSeconds, CreatedAt: now, UpdatedAt: now}
+	if err := s.store.FunctionCreate(ctx, f); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, apperr.Newf(apperr.Conflict, "The app already has a function named %q", f.Name)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// Update changes any of a function's name, description, code,
+// input_schema and timeout_seconds; the result is validated whole.
+func (s *Service) Update(ctx context.Context, c *auth.Caller, id string, patch map[string]any) (*store.Function, error) {
+	f, err := s.Get(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.apps.ManagedApp(ctx, c, f.AppID); err != nil {
+		return nil, err
+	}
+	cur := map[string]any{"name": f.Name, "description": f.Description, "code": f.Code, "input_schema": f.InputSchema, "timeout_seconds": f.TimeoutSeconds}
+	for _, k := range []string{"name", "description", "code", "input_schema", "timeout_seconds"} {
+		if v, ok := patch[k]; ok {
+			cur[k] = v
+		}
+	}
+	raw, _ := json.Marshal(cur)
+	var merged map[string]any
+	_ = json.Unmarshal(raw, &merged)
+	spec, err := decode(merged)
+	if err != nil {
+		return nil, err
+	}
+	f.Name, f.Description, f.Code, f.InputSchema, f.TimeoutSeconds = spec.Name, spec.Description, spec.Code, spec.InputSchema, spec.TimeoutSeconds
+	f.UpdatedAt = s.now()
+	if err := s.store.FunctionUpdate(ctx, f); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, apperr.Newf(apperr.Conflict, "The app already has a function named %q", f.Name)
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// Delete deletes a function and its executions.
+func (s *Service) Delete(ctx context.Context, c *auth.Caller, id string) error {
+	f, err := s.Get(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	if _, err := s.apps.ManagedApp(ctx, c, f.AppID); err != nil {
+		return err
+	}
+	return s.store.FunctionDelete(ctx, f.ID)
+}
+
+// Execution is one run of a function, as answered.
+type Execution struct {
+	ExecutionID   string             `json:"execution_id"`
+	FunctionID    string             `json:"function_id"`
+	Status        string             `json:"status"`
+	Output        json.RawMessage    `json:"output"`
+	Error         *string            `json:"error"`
+	Logs          []executor.LogLine `json:"logs"`
+	LogsTruncated bool               `json:"logs_truncated"`
+	DurationMS    int64              `json:"duration_ms"`
+	CreatedAt     time.Time          `json:"created_at"`
+}
+
+// Execute runs the caller's function id with input; appID, when given (the
+// app-scoped route), must be the function's app.
+func (s *Service) Execute(ctx context.Context, c *auth.Caller, appID, id string, input json.RawMessage) (*Execution, error) {
+	f, err := s.Get(ctx, c, id)
+	if err == nil && appID != "" && f.AppID != appID {
+		err = errFunctionNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.execute(ctx, f, input)
+}
+
+// ExecuteStep runs the function called ref (its name, or its id) of the
+// user's app, as a pipeline step does.
+func (s *Service) ExecuteStep(ctx context.Context, userID, appID, ref string, input json.RawMessage) (*Execution, error) {
+	f, err := s.store.FunctionGetByName(ctx, appID, ref)
+	if errors.Is(err, store.ErrNotFound) && uuid.Validate(ref) == nil {
+		f, err = s.store.FunctionGet(ctx, ref)
+	}
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (f.AppID != appID || f.UserID != userID)) {
+		return nil, apperr.NotFoundf("Function %q not found in the app", ref)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.execute(ctx, f, input)
+}
+
+func (s *Service) execute(ctx context.Context, f *store.Function, input json.RawMessage) (*Execution, error) {
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("{}")
+	}
+	if err := s.validate(f, input); err != nil {
+		return nil, err
+	}
+	e := &store.Execution{ID: uuid.Must(uuid.NewV7()).String(), FunctionID: f.ID, AppID: f.AppID, UserID: f.UserID, Input: input, CreatedAt: s.now()}
+	timeout := time.Duration(max(f.TimeoutSeconds, 1)) * time.Second
+	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
+	cfg, _ := json.Marshal(map[string]string{"runtime": "javascript", "code": f.Code})
+	res, runErr := s.run.Execute(runCtx, &executor.Run{Kind: executor.Execution, ID: e.ID, UserID: f.UserID, AppID: f.AppID,
+		FunctionID: f.ID, CreatedAt: e.CreatedAt, Input: input, Config: cfg, TimeoutSeconds: f.TimeoutSeconds})
+	cause := context.Cause(runCtx)
+	cancel()
+	if ctx.Err() != nil {
+		// The caller went away (or the process stops): nothing to record.
+		return nil, ctx.Err()
+	}
+	e.CompletedAt = s.now()
+	e.DurationMS = e.CompletedAt.Sub(e.CreatedAt).Milliseconds()
+	if res == nil {
+		res = &executor.Result{}
+	}
+	switch {
+	case runErr == nil:
+		e.Status, e.Output = StatusCompleted, cleantext.JSON(res.Output)
+	case errors.Is(cause, errTimedOut):
+		e.Status, e.Error = StatusFailed, fmt.Sprintf("Execution timed out after %d s", f.TimeoutSeconds)
+	default:
+		e.Status, e.Error = StatusFailed, cleantext.String(runErr.Error())
+	}
+	if len(res.Logs) > 0 {
+		e.Logs, _ = json.Marshal(res.Logs)
+		e.Logs, e.LogsTruncated = cleantext.JSON(e.Logs), res.LogsTruncated
+	}
+	// Recorded whatever the caller does next; the run has happened.
+	if err := s.store.ExecutionCreate(context.WithoutCancel(ctx), e); err != nil {
+		return nil, err
+	}
+	return answer(e, res.Logs), nil
+}
+
+var errTimedOut = errors.New("execution timed out")
+
+func answer(e *store.Execution, logs []executor.LogLine) *Execution {
+	out := &Execution{ExecutionID: e.ID, FunctionID: e.FunctionID, Status: e.Status, Output: e.Output, DurationMS: e.DurationMS,
+		CreatedAt: e.CreatedAt, Logs: logs, LogsTruncated: e.LogsTruncated}
+	if out.Logs == nil {
+		out.Logs = []executor.LogLine{}
+	}
+	if len(out.Output) == 0 {
+		out.Output = json.RawMessage("null")
+	}
+	if e.Error != "" {
+		msg := e.Error
+		out.Error = &msg
+	}
+	return out
+}
+
+// History returns a page of the caller's executions of app (of one
+// function when functionID is set), newest first, with their logs.
+func (s *Service) History(ctx context.Context, c *auth.Caller, appID, functionID string, limit, offset int) ([]*Execution, int, error) {
+	app, err := s.apps.OwnedApp(ctx, c, appID)
+	if err != nil {
+		return nil, 0, err
+	}
+	if functionID != "" {
+		f, err := s.Get(ctx, c, functionID)
+		if err == nil && f.AppID != app.ID {
+			err = errFunctionNotFound
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	rows, total, err := s.store.ExecutionList(ctx, app.UserID, app.ID, functionID, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]*Execution, len(rows))
+	for i := range rows {
+		var logs []executor.LogLine
+		if l, err := s.store.RunLogsGet(ctx, app.UserID, rows[i].ID); err == nil {
+			_ = json.Unmarshal(l.Logs, &logs)
+			rows[i].LogsTruncated = l.Truncated
+		}
+		out[i] = answer(&rows[i], logs)
+	}
+	return out, total, nil
+}
+
+// validate checks input against f's schema (compiled once per version).
+func (s *Service) validate(f *store.Function, input json.RawMessage) error {
+	s.mu.Lock()
+	c, ok := s.schemas[f.ID]
+	s.mu.Unlock()
+	if !ok || !c.updated.Equal(f.UpdatedAt) {
+		sch, err := compile(f.InputSchema)
+		if err != nil {
+			return apperr.Invalid("input_schema", "The function's input_schema does not compile: "+err.Error())
+		}
+		c = cachedSchema{updated: f.UpdatedAt, schema: sch}
+		s.mu.Lock()
+		s.schemas[f.ID] = c
+		s.mu.Unlock()
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
+	if err != nil {
+		return apperr.Invalid("input", "Invalid value for field input: not JSON")
+	}
+	if err := c.schema.Validate(inst); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return schemaError(ve)
+		}
+		return apperr.Invalid("input", "Invalid value for field input: "+err.Error())
+	}
+	return nil
+}
+
+// schemaError names the deepest failing place of the input, e.g.
+// input.customer_email.
+func schemaError(ve *jsonschema.ValidationError) error {
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	path := "input"
+	for _, p := range ve.InstanceLocation {
+		path += "." + p
+	}
+	msg := ve.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && i+2 < len(msg) {
+		msg = msg[i+2:]
+	}
+	return apperr.Invalid(path, fmt.Sprintf("Invalid value for field %s: %s", path, strings.TrimSpace(msg)))
+}
+
+// noLoader refuses every $ref to another document: a schema must not make
+// the platform fetch a URL (or read a file).
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("$ref to %s: schemas cannot load other documents", url)
+}
+
+func compile(schema json.RawMessage) (*jsonschema.Schema, error) {
+	if len(bytes.TrimSpace(schema)) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, err
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
+	c.AssertFormat()
+	if err := c.AddResource("input_schema.json", doc); err != nil {
+		return nil, err
+	}
+	return c.Compile("input_schema.json")
+}
