@@ -1,0 +1,351 @@
+// Package pipeline owns apps' pipelines and their runs: a sequence of
+// agent and function steps whose inputs are JSON templates over the run's
+// input and the earlier steps' outputs. A run is asynchronous, each step
+// its own River job, so a crash resumes at the step it stopped at: a
+// function step runs in its job and moves the run on in one transaction; an
+// agent step starts an activation and the activation's end (an end hook,
+// in the transaction recording that end) moves the run on. A failing step
+// fails the run; the steps after it are skipped.
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+
+	"github.com/agentplatform/agentplatform/internal/activation"
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/apps"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/function"
+	"github.com/agentplatform/agentplatform/internal/queue"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// Statuses of a run and of its steps.
+const (
+	StatusQueued    = "queued"
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusSkipped   = "skipped"
+)
+
+// Event types of runs.
+const (
+	EventStarted   = "pipeline_run_started"
+	EventCompleted = "pipeline_run_completed"
+	EventFailed    = "pipeline_run_failed"
+)
+
+// Queue is the River queue of step jobs.
+const Queue = "pipelines"
+
+// Apps resolves the caller's apps (apps.Service).
+type Apps interface {
+	OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
+	ManagedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
+}
+
+// Activations starts an agent step's activation (activation.Service).
+type Activations interface {
+	Create(ctx context.Context, c *auth.Caller, r activation.Request) (*store.Activation, bool, error)
+}
+
+// Functions runs a function step (function.Service).
+type Functions interface {
+	ExecuteStep(ctx context.Context, userID, appID, ref string, input json.RawMessage) (*function.Execution, error)
+}
+
+// EventBus records events in a transaction (events.Bus).
+type EventBus interface {
+	Record(ctx context.Context, tx *store.Store, evs ...*events.Event) error
+}
+
+// Service is the pipelines domain.
+type Service struct {
+	store     *store.Store
+	auth      *auth.Service
+	apps      Apps
+	acts      Activations
+	functions Functions
+	events    EventBus
+	queue     *queue.Queue
+	log       *slog.Logger
+	now       func() time.Time
+}
+
+// New returns the service and registers its step worker; call before the
+// queue starts.
+func New(st *store.Store, a *auth.Service, ap Apps, acts Activations, fns Functions, bus EventBus, q *queue.Queue, log *slog.Logger) *Service {
+	s := &Service{store: st, auth: a, apps: ap, acts: acts, functions: fns, events: bus, queue: q, log: log, now: store.Now}
+	q.AddQueue(Queue, 10)
+	queue.AddWorker(q, &stepWorker{svc: s})
+	return s
+}
+
+var (
+	errPipelineNotFound = apperr.NotFoundf("Pipeline not found")
+	errRunNotFound      = apperr.NotFoundf("Pipeline run not found")
+)
+
+// Get returns the caller's pipeline id.
+func (s *Service) Get(ctx context.Context, c *auth.Caller, id string) (*store.Pipeline, error) {
+	if uuid.Validate(id) != nil {
+		return nil, errPipelineNotFound
+	}
+	p, err := s.store.PipelineGet(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errPipelineNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.auth.Reach(ctx, c, auth.Resource{Type: "pipeline", ID: p.ID, OwnerID: p.UserID, AppID: p.AppID}, "pipeline.read", errPipelineNotFound); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// List returns a page of the caller's pipelines (of app appID when set).
+func (s *Service) List(ctx context.Context, c *auth.Caller, appID string, limit, offset int) ([]store.Pipeline, int, error) {
+	if c.AppID != "" {
+		if appID != "" && appID != c.AppID {
+			return []store.Pipeline{}, 0, nil
+		}
+		appID = c.AppID
+	}
+	return s.store.PipelineListByUser(ctx, c.UserID, appID, limit, offset)
+}
+
+// decode validates a pipeline against its app: the manifest's rules, refs
+// that name the app's agents and functions, and templates that name only
+// the run's input and earlier steps.
+func (s *Service) decode(ctx context.Context, appID string, body map[string]any) (*apps.PipelineSpec, error) {
+	refs := map[string]map[string]bool{"agent": {}, "function": {}}
+	agents, err := s.store.AgentListByApp(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range agents {
+		refs["agent"][a.Name] = true
+	}
+	fns, err := s.store.FunctionListByApp(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range fns {
+		refs["function"][f.Name] = true
+	}
+	spec, err := apps.DecodePipeline(body, refs)
+	if err != nil {
+		return nil, err
+	}
+	before := map[string]bool{}
+	for i, st := range spec.Steps {
+		if err := checkReferences(st.Input, before); err != nil {
+			path := fmt.Sprintf("steps[%d].input", i)
+			return nil, apperr.Invalid(path, "Invalid value for field "+path+": "+err.Error())
+		}
+		before[st.ID] = true
+	}
+	return spec, nil
+}
+
+// Create makes a pipeline in the caller's app body["app_id"].
+func (s *Service) Create(ctx context.Context, c *auth.Caller, body map[string]any) (*store.Pipeline, error) {
+	appID, _ := body["app_id"].(string)
+	if appID == "" {
+		return nil, apperr.Invalid("app_id", "Missing required field: app_id")
+	}
+	app, err := s.apps.ManagedApp(ctx, c, appID)
+	if err != nil {
+		return nil, err
+	}
+	delete(body, "app_id")
+	spec, err := s.decode(ctx, app.ID, body)
+	if err != nil {
+		return nil, err
+	}
+	steps, _ := json.Marshal(spec.Steps)
+	now := s.now()
+	p := &store.Pipeline{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: app.UserID, Name: spec.Name,
+		Description: spec.Description, Steps: steps, CreatedAt: now, UpdatedAt: now}
+	if err := s.store.PipelineCreate(ctx, p); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, apperr.Newf(apperr.Conflict, "The app already has a pipeline named %q", p.Name)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// Update changes any of a pipeline's name, description and steps; runs
+// under way keep the steps they started with.
+func (s *Service) Update(ctx context.Context, c *auth.Caller, id string, patch map[string]any) (*store.Pipeline, error) {
+	p, err := s.Get(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.apps.ManagedApp(ctx, c, p.AppID); err != nil {
+		return nil, err
+	}
+	cur := map[string]any{"name": p.Name, "description": p.Description, "steps": p.Steps}
+	for _, k := range []string{"name", "description", "steps"} {
+		if v, ok := patch[k]; ok {
+			cur[k] = v
+		}
+	}
+	raw, _ := json.Marshal(cur)
+	var merged map[string]any
+	_ = json.Unmarshal(raw, &merged)
+	spec, err := s.decode(ctx, p.AppID, merged)
+	if err != nil {
+		return nil, err
+	}
+	p.Name, p.Description, p.UpdatedAt = spec.Name, spec.Description, s.now()
+	p.Steps, _ = json.Marshal(spec.Steps)
+	if err := s.store.PipelineUpdate(ctx, p); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, apperr.Newf(apperr.Conflict, "The app already has a pipeline named %q", p.Name)
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// Delete deletes a pipeline and its runs.
+func (s *Service) Delete(ctx context.Context, c *auth.Caller, id string) error {
+	p, err := s.Get(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	if _, err := s.apps.ManagedApp(ctx, c, p.AppID); err != nil {
+		return err
+	}
+	return s.store.PipelineDelete(ctx, p.ID)
+}
+
+// StepState is a step of a run, as answered.
+type StepState struct {
+	ID           string          `json:"id"`
+	Type         string          `json:"type" enum:"agent,function"`
+	Ref          string          `json:"ref"`
+	Status       string          `json:"status" enum:"queued,running,completed,failed,skipped"`
+	ActivationID string          `json:"activation_id,omitempty"`
+	ExecutionID  string          `json:"execution_id,omitempty"`
+	Output       json.RawMessage `json:"output"`
+	Error        *string         `json:"error"`
+}
+
+// Run is a pipeline run, as answered.
+type Run struct {
+	RunID      string          `json:"run_id"`
+	PipelineID string          `json:"pipeline_id"`
+	AppID      string          `json:"app_id"`
+	Status     string          `json:"status" enum:"queued,running,completed,failed"`
+	Input      json.RawMessage `json:"input"`
+	Steps      []StepState     `json:"steps"`
+	Output     json.RawMessage `json:"output"`
+	Error      *string         `json:"error"`
+	CreatedAt  time.Time       `json:"created_at"`
+	UpdatedAt  time.Time       `json:"updated_at"`
+}
+
+func runOut(r *store.PipelineRun) *Run {
+	out := &Run{RunID: r.ID, PipelineID: r.PipelineID, AppID: r.AppID, Status: r.Status, Input: r.Input, Output: r.Output,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Steps: []StepState{}}
+	_ = json.Unmarshal(r.Steps, &out.Steps)
+	for i := range out.Steps {
+		if len(out.Steps[i].Output) == 0 {
+			out.Steps[i].Output = json.RawMessage("null")
+		}
+	}
+	if len(out.Output) == 0 {
+		out.Output = json.RawMessage("null")
+	}
+	if r.Error != "" {
+		e := r.Error
+		out.Error = &e
+	}
+	return out
+}
+
+// Start runs the caller's pipeline id with input, asynchronously: the run
+// and its first step's job are committed together.
+func (s *Service) Start(ctx context.Context, c *auth.Caller, id string, input json.RawMessage) (*Run, error) {
+	p, err := s.Get(ctx, c, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(input) == 0 || string(input) == "null" {
+		input = json.RawMessage("{}")
+	}
+	var def []apps.Step
+	_ = json.Unmarshal(p.Steps, &def)
+	states := make([]StepState, len(def))
+	for i, st := range def {
+		states[i] = StepState{ID: st.ID, Type: st.Type, Ref: st.Ref, Status: StatusQueued}
+	}
+	steps, _ := json.Marshal(states)
+	now := s.now()
+	r := &store.PipelineRun{ID: uuid.Must(uuid.NewV7()).String(), PipelineID: p.ID, AppID: p.AppID, UserID: p.UserID,
+		Status: StatusQueued, Input: input, Definition: p.Steps, Steps: steps, CreatedAt: now, UpdatedAt: now}
+	err = s.store.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.PipelineRunCreate(ctx, r); err != nil {
+			return err
+		}
+		return s.enqueue(ctx, tx, r.ID, 0)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return runOut(r), nil
+}
+
+func (s *Service) enqueue(ctx context.Context, tx *store.Store, runID string, step int) error {
+	_, err := s.queue.InsertTx(ctx, tx, StepArgs{RunID: runID, Step: step}, &river.InsertOpts{Queue: Queue, MaxAttempts: 5})
+	return err
+}
+
+// GetRun returns the caller's run id.
+func (s *Service) GetRun(ctx context.Context, c *auth.Caller, id string) (*Run, error) {
+	if uuid.Validate(id) != nil {
+		return nil, errRunNotFound
+	}
+	r, err := s.store.PipelineRunGet(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errRunNotFound
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := s.auth.Reach(ctx, c, auth.Resource{Type: "pipeline_run", ID: r.ID, OwnerID: r.UserID, AppID: r.AppID}, "pipeline.read", errRunNotFound); err != nil {
+		return nil, err
+	}
+	return runOut(r), nil
+}
+
+// Runs returns a page of the runs of the caller's pipeline, newest first.
+func (s *Service) Runs(ctx context.Context, c *auth.Caller, pipelineID string, limit, offset int) ([]*Run, int, error) {
+	p, err := s.Get(ctx, c, pipelineID)
+	if err != nil {
+		return nil, 0, err
+	}
+	rows, total, err := s.store.PipelineRunList(ctx, p.UserID, p.ID, limit, offset)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]*Run, len(rows))
+	for i := range rows {
+		out[i] = runOut(&rows[i])
+	}
+	return out, total, nil
+}
