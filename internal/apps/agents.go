@@ -11,6 +11,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
 // AssistantID is the fixed id of the system agent "assistant".
@@ -131,44 +132,63 @@ func (s *Service) appAgent(ctx context.Context, c *auth.Caller, appID, agentID, 
 // CreateAgent adds an agent to the caller's app. body is the decoded JSON
 // request ({name, description, agent_type_id, version, capabilities,
 // timeout_seconds, webhook_url, agent_config}); errors name its fields.
-func (s *Service) CreateAgent(ctx context.Context, c *auth.Caller, appID string, body map[string]any) (*store.Agent, error) {
+// The string is the signing secret the platform generated for a webhook
+// agent created without one: shown this once, never again.
+func (s *Service) CreateAgent(ctx context.Context, c *auth.Caller, appID string, body map[string]any) (*store.Agent, string, error) {
 	app, err := s.ownedApp(ctx, c, appID, actionManage)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	spec, err := decodeAgentBody(body)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := s.checkAgentURLs("", spec); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	now := s.now()
 	r := agentRow(spec, &store.Agent{ID: newID(), AppID: app.ID, UserID: app.UserID, Status: StatusActive, CreatedAt: now})
 	r.UpdatedAt = now
-	if err := s.sealInto(r, spec); err != nil {
-		return nil, err
+	generated, err := s.setSecret(r, spec, false)
+	if err != nil {
+		return nil, "", err
 	}
 	if err := s.store.AgentCreate(ctx, r); err != nil {
-		return nil, agentConflict(err, spec.Name)
+		return nil, "", agentConflict(err, spec.Name)
 	}
-	return r, nil
+	return r, generated, nil
 }
+
+// RotateSecretField is the agent PATCH field that asks for a new generated
+// signing secret.
+const RotateSecretField = "rotate_secret"
 
 // UpdateAgent changes an agent of the caller's app. patch holds the fields
 // to change (agent_config keys are merged into the current config); the
-// result is validated as a whole. "status" is active or disabled.
-func (s *Service) UpdateAgent(ctx context.Context, c *auth.Caller, appID, agentID string, patch map[string]any) (*store.Agent, error) {
+// result is validated as a whole. "status" is active or disabled;
+// "rotate_secret": true gives a webhook agent a new generated signing
+// secret (agent_config.secret sets one of the caller's). The string is a
+// secret the platform generated in this call, shown this once.
+func (s *Service) UpdateAgent(ctx context.Context, c *auth.Caller, appID, agentID string, patch map[string]any) (*store.Agent, string, error) {
 	a, err := s.appAgent(ctx, c, appID, agentID, actionManage)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var merged map[string]any
 	if err := json.Unmarshal(mustJSON(agentSpec(a)), &merged); err != nil {
-		return nil, err
+		return nil, "", err
 	}
+	rotate := false
 	for k, v := range patch {
-		if k == "agent_config" {
+		switch k {
+		case RotateSecretField:
+			b, ok := v.(bool)
+			if !ok {
+				return nil, "", apperr.Invalid(k, "Invalid value for field "+k+": expected a boolean")
+			}
+			rotate = b
+			continue
+		case "agent_config":
 			if cfg, ok := v.(map[string]any); ok {
 				base, _ := merged[k].(map[string]any)
 				if base == nil {
@@ -184,25 +204,29 @@ func (s *Service) UpdateAgent(ctx context.Context, c *auth.Caller, appID, agentI
 	status := a.Status
 	if v, ok := patch["status"]; ok {
 		if status, _ = v.(string); status != StatusActive && status != StatusDisabled {
-			return nil, apperr.Invalid("status", "Invalid value for field status: must be one of active, disabled")
+			return nil, "", apperr.Invalid("status", "Invalid value for field status: must be one of active, disabled")
 		}
 	}
 	spec, err := decodeAgentBody(merged)
 	if err != nil {
-		return nil, err
+		return nil, "", err
+	}
+	if rotate && spec.AgentConfig.Runtime != "webhook" {
+		return nil, "", apperr.Invalid(RotateSecretField, "Invalid value for field "+RotateSecretField+": only a webhook agent (agent_config.runtime webhook) has a signing secret")
 	}
 	if err := s.checkAgentURLs("", spec); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	r := agentRow(spec, a)
 	r.Status, r.UpdatedAt = status, s.now()
-	if err := s.sealInto(r, spec); err != nil {
-		return nil, err
+	generated, err := s.setSecret(r, spec, rotate)
+	if err != nil {
+		return nil, "", err
 	}
 	if err := s.store.AgentUpdate(ctx, r); err != nil {
-		return nil, agentConflict(err, spec.Name)
+		return nil, "", agentConflict(err, spec.Name)
 	}
-	return r, nil
+	return r, generated, nil
 }
 
 // DeleteAgent deletes an agent of the caller's app with its activations.
@@ -242,14 +266,42 @@ func (s *Service) checkAgentURLs(prefix string, a *AgentSpec) error {
 	return nil
 }
 
-// sealInto stores a webhook secret given in spec, sealed.
-func (s *Service) sealInto(r *store.Agent, spec *AgentSpec) error {
-	if spec.AgentConfig.Secret == "" {
-		return nil
+// setSecret gives webhook agent r (of spec) its signing secret, sealed:
+// the one spec supplies, else, when r has none yet or rotate asks, a new
+// one, which it returns ("" otherwise) to be shown once. Other agents have
+// none (agentRow dropped it).
+func (s *Service) setSecret(r *store.Agent, spec *AgentSpec, rotate bool) (string, error) {
+	if spec.AgentConfig.Runtime != "webhook" {
+		return "", nil
 	}
-	sealed, err := s.secrets.Seal(spec.AgentConfig.Secret)
+	secret, generated := spec.AgentConfig.Secret, ""
+	if secret == "" {
+		if r.SecretEnc != "" && !rotate {
+			return "", nil
+		}
+		secret = webhook.NewSecret()
+		generated = secret
+	}
+	sealed, err := s.secrets.Seal(secret)
+	if err != nil {
+		return "", err
+	}
 	r.SecretEnc = sealed
-	return err
+	return generated, nil
+}
+
+// WebhookSecret opens the signing secret of webhook agent agentID, for its
+// runs. An agent without one (made before secrets were generated) cannot
+// sign: the error says how to give it one.
+func (s *Service) WebhookSecret(ctx context.Context, agentID string) (string, error) {
+	a, err := s.store.AgentGet(ctx, agentID)
+	if err != nil {
+		return "", err
+	}
+	if a.SecretEnc == "" {
+		return "", errors.New("Webhook agent has no signing secret: give it one with PATCH (rotate_secret: true)")
+	}
+	return s.secrets.Open(a.SecretEnc)
 }
 
 func agentConflict(err error, name string) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
 // Counts are how many parts of each kind an import left the app with.
@@ -28,6 +29,17 @@ type Imported struct {
 	Created Counts
 	// Upgraded: an existing app was brought to a higher version in place.
 	Upgraded bool
+	// WebhookSecrets are the signing secrets the platform generated for
+	// webhook agents that had none (never nil): shown this once.
+	WebhookSecrets []IssuedSecret
+}
+
+// IssuedSecret is a webhook agent's signing secret that the platform
+// generated, in the one answer that shows it.
+type IssuedSecret struct {
+	AgentID       string `json:"agent_id"`
+	Name          string `json:"name" doc:"The agent's name"`
+	WebhookSecret string `json:"webhook_secret" doc:"whsec_…: verify the agent's requests with it (Standard Webhooks). Shown this once; rotate it with PATCH rotate_secret."`
 }
 
 // CreateInput is POST /apps: an app, from a manifest or empty.
@@ -88,8 +100,9 @@ type Installed struct {
 }
 
 // Install copies a published app (or one of the caller's own) into the
-// caller's account: new ids, no data, no secrets, and no agent
-// webhook_url, since the installer's results must never go to the
+// caller's account: new ids, no data, no secrets (each webhook-runtime
+// agent gets a new signing secret of its own, in WebhookSecrets), and no
+// agent webhook_url, since the installer's results must never go to the
 // publisher's endpoint. slug and name, when not empty, replace the
 // source's (installing next to an app of the same slug).
 func (s *Service) Install(ctx context.Context, c *auth.Caller, appID, slug, name string) (*Installed, error) {
@@ -216,11 +229,17 @@ type writeOpts struct {
 // leaves nothing behind.
 func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts writeOpts) (*Imported, error) {
 	// Sealing is CPU only, but it is done before the transaction all the
-	// same: nothing slow belongs inside SQLite's one writer.
+	// same: nothing slow belongs inside SQLite's one writer. A webhook
+	// agent without a secret gets one ready, used if the agent has none
+	// (a new agent; an upgrade keeps the agent's own).
 	secrets := map[string]string{}
+	fresh := map[string]freshSecret{}
 	for i, a := range m.Agents {
 		if err := s.checkAgentURLs(index(join(opts.root, "agents"), i)+".", &a); err != nil {
 			return nil, err
+		}
+		if a.AgentConfig.Runtime != "webhook" {
+			continue
 		}
 		if a.AgentConfig.Secret != "" {
 			sealed, err := s.secrets.Seal(a.AgentConfig.Secret)
@@ -228,7 +247,14 @@ func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts w
 				return nil, err
 			}
 			secrets[a.Name] = sealed
+			continue
 		}
+		plain := webhook.NewSecret()
+		sealed, err := s.secrets.Seal(plain)
+		if err != nil {
+			return nil, err
+		}
+		fresh[a.Name] = freshSecret{plain: plain, sealed: sealed}
 	}
 	header, err := json.Marshal(manifestHeader{MinPlatformVersion: m.MinPlatformVersion})
 	if err != nil {
@@ -272,8 +298,10 @@ func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts w
 			return err
 		}
 		out.App = app
-		w := &partWriter{tx: tx, app: app, now: now, secrets: secrets}
-		return w.sync(ctx, m, out.Upgraded)
+		w := &partWriter{tx: tx, app: app, now: now, secrets: secrets, fresh: fresh}
+		err = w.sync(ctx, m, out.Upgraded)
+		out.WebhookSecrets = orEmpty(w.issued)
+		return err
 	})
 	if err != nil {
 		return nil, err

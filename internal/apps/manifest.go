@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/version"
+	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
 // Manifest is an app as a document: what import-manifest takes and the
@@ -71,7 +72,7 @@ type AgentConfig struct {
 	Code          string   `json:"code,omitempty"`
 	URL           string   `json:"url,omitempty"`
 	// Secret signs a webhook agent's requests; write-only, stored sealed.
-	Secret string `json:"secret,omitempty" writeOnly:"true" doc:"Webhook signing secret (write-only: never returned)"`
+	Secret string `json:"secret,omitempty" writeOnly:"true" doc:"A webhook agent's signing secret: whsec_ and the base64 of 24 to 64 random bytes (Standard Webhooks). Write-only, stored encrypted, never returned; when omitted the platform generates one and shows it once (webhook_secret)."`
 }
 
 // FunctionSpec is a function of the app.
@@ -378,6 +379,11 @@ func decodeAgent(d *decoder, o *object) AgentSpec {
 		case "webhook":
 			a.AgentConfig.URL = c.httpURL("url", true)
 			a.AgentConfig.Secret = c.str("secret", false)
+			if a.AgentConfig.Secret != "" {
+				if err := webhook.CheckSecret(a.AgentConfig.Secret); err != nil {
+					d.invalid(c.at("secret"), "%s", err.Error())
+				}
+			}
 		}
 	}
 	return a
@@ -484,4 +490,36 @@ func decodeAuthenticator(d *decoder, o *object) Authenticator {
 		a.Configuration = o.rawJSON("configuration")
 	}
 	return a
+}
+
+// DecodeModel validates one data model given on its own (app data's create
+// and patch, ctx.data.createModel): the manifest's rules, with error paths
+// from the model's root (e.g. `fields[1].type`).
+func DecodeModel(v any) (*Model, error) {
+	return decodePart(v, "model", decodeModel)
+}
+
+// DecodeFunction validates one function given on its own (the functions
+// API): the manifest's rules, paths from the function's root.
+func DecodeFunction(v any) (*FunctionSpec, error) {
+	return decodePart(v, "function", decodeFunction)
+}
+
+// DecodePipeline validates one pipeline given on its own (the pipelines
+// API); refs names the app's agents and functions (type → name → true).
+func DecodePipeline(v any, refs map[string]map[string]bool) (*PipelineSpec, error) {
+	return decodePart(v, "pipeline", func(d *decoder, o *object) PipelineSpec { return decodePipeline(d, o, refs) })
+}
+
+func decodePart[T any](v any, what string, decode func(*decoder, *object) T) (*T, error) {
+	v, err := normalize(v)
+	if err != nil {
+		return nil, apperr.Invalid("body", "Invalid "+what+": "+err.Error())
+	}
+	d := &decoder{}
+	part := decode(d, d.asObject(v, "", true))
+	if d.err != nil {
+		return nil, d.err
+	}
+	return &part, nil
 }

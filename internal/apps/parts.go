@@ -15,7 +15,14 @@ type partWriter struct {
 	app     *store.App
 	now     time.Time
 	secrets map[string]string // sealed webhook secrets by agent name
+	// fresh are generated secrets by agent name, for webhook agents that
+	// have none; issued lists those used.
+	fresh  map[string]freshSecret
+	issued []IssuedSecret
 }
+
+// freshSecret is a generated signing secret, sealed and not.
+type freshSecret struct{ plain, sealed string }
 
 // sync writes every kind of part. For a new app existing is false and
 // everything is created; an upgrade first reads what the app has.
@@ -141,7 +148,7 @@ func modelSpec(r *store.AppModel) Model {
 }
 
 // agent is the row of s. An upgrade that names no webhook secret keeps
-// the agent's sealed one.
+// the agent's sealed one; a webhook agent that has none gets a fresh one.
 func (w *partWriter) agent(s *AgentSpec, old *store.Agent) *store.Agent {
 	if old == nil {
 		old = &store.Agent{Status: StatusActive}
@@ -151,6 +158,9 @@ func (w *partWriter) agent(s *AgentSpec, old *store.Agent) *store.Agent {
 	r.ID, r.CreatedAt = w.stamp(old.ID, old.CreatedAt)
 	if sealed, ok := w.secrets[s.Name]; ok {
 		r.SecretEnc = sealed
+	} else if f, ok := w.fresh[s.Name]; ok && r.SecretEnc == "" {
+		r.SecretEnc = f.sealed
+		w.issued = append(w.issued, IssuedSecret{AgentID: r.ID, Name: r.Name, WebhookSecret: f.plain})
 	}
 	return r
 }

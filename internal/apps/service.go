@@ -69,6 +69,12 @@ func (s *Service) OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*
 	return s.ownedApp(ctx, c, appID, actionRead)
 }
 
+// ManagedApp is OwnedApp for changing what is in the app (its functions,
+// pipelines): an admin's access is audited as such.
+func (s *Service) ManagedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error) {
+	return s.ownedApp(ctx, c, appID, actionManage)
+}
+
 func (s *Service) ownedApp(ctx context.Context, c *auth.Caller, appID, action string) (*store.App, error) {
 	if uuid.Validate(appID) != nil {
 		return nil, ErrAppNotFound
