@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -230,6 +231,29 @@ func (a *API) cancelActivation(ctx context.Context, in *activationIDInput) (*act
 	}
 	act, err = a.Activations.Cancel(ctx, act)
 	return fullAnswer(act, err)
+}
+
+type activationLogsOutput struct {
+	Body struct {
+		Logs      []executor.LogLine `json:"logs" doc:"In the order written: ctx.log and console.log lines, and a thrown error's stack"`
+		Truncated bool               `json:"truncated" doc:"The run wrote more than the log cap (256 KiB); the rest was dropped"`
+	}
+}
+
+func (a *API) activationLogs(ctx context.Context, in *activationIDInput) (*activationLogsOutput, error) {
+	raw, truncated, err := a.Activations.Logs(ctx, mustCaller(ctx), in.ActivationID)
+	if err != nil {
+		return nil, err
+	}
+	out := &activationLogsOutput{}
+	if err := json.Unmarshal(raw, &out.Body.Logs); err != nil {
+		return nil, err
+	}
+	if out.Body.Logs == nil {
+		out.Body.Logs = []executor.LogLine{}
+	}
+	out.Body.Truncated = truncated
+	return out, nil
 }
 
 type appActivationInput struct {

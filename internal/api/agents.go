@@ -53,6 +53,15 @@ func agentDetailOut(a *store.Agent) AgentDetail {
 
 type agentOutput struct{ Body AgentDetail }
 
+// SavedAgent is an agent as a create or a change left it, with the
+// signing secret the platform generated for it in that call.
+type SavedAgent struct {
+	AgentDetail
+	WebhookSecret string `json:"webhook_secret,omitempty" doc:"A webhook agent's signing secret (whsec_…), present only in the answer of the call that generated it (a create without agent_config.secret, or rotate_secret): verify the agent's requests with it (Standard Webhooks). It is shown this once and never again."`
+}
+
+type savedAgentOutput struct{ Body SavedAgent }
+
 // AgentPageParams is PageParams with the agents' default of 100.
 type AgentPageParams struct {
 	Limit  int    `query:"limit" minimum:"1" maximum:"1000" default:"100" doc:"Page size, 1 to 1000"`
@@ -130,16 +139,16 @@ type createAgentInput struct {
 	RawBody []byte `contentType:"application/json"`
 }
 
-func (a *API) createAgent(ctx context.Context, in *createAgentInput) (*agentOutput, error) {
+func (a *API) createAgent(ctx context.Context, in *createAgentInput) (*savedAgentOutput, error) {
 	body, err := rawJSONObject(in.RawBody)
 	if err != nil {
 		return nil, err
 	}
-	ag, err := a.Apps.CreateAgent(ctx, mustCaller(ctx), in.AppID, body)
+	ag, secret, err := a.Apps.CreateAgent(ctx, mustCaller(ctx), in.AppID, body)
 	if err != nil {
 		return nil, err
 	}
-	return &agentOutput{agentDetailOut(ag)}, nil
+	return &savedAgentOutput{SavedAgent{agentDetailOut(ag), secret}}, nil
 }
 
 // AgentPatch documents PATCH .../agents/{agent_id}: any subset of the
@@ -155,6 +164,7 @@ type AgentPatch struct {
 	WebhookURL     *string        `json:"webhook_url,omitempty"`
 	AgentConfig    map[string]any `json:"agent_config,omitempty" doc:"Keys to change in the current config"`
 	Status         *string        `json:"status,omitempty" enum:"active,disabled"`
+	RotateSecret   *bool          `json:"rotate_secret,omitempty" doc:"true: a webhook agent gets a new generated signing secret, shown once in this answer (webhook_secret); the old one stops signing at once. To set one of your own, send agent_config.secret."`
 }
 
 type updateAgentInput struct {
@@ -163,16 +173,16 @@ type updateAgentInput struct {
 	RawBody []byte `contentType:"application/json"`
 }
 
-func (a *API) updateAgent(ctx context.Context, in *updateAgentInput) (*agentOutput, error) {
+func (a *API) updateAgent(ctx context.Context, in *updateAgentInput) (*savedAgentOutput, error) {
 	body, err := rawJSONObject(in.RawBody)
 	if err != nil {
 		return nil, err
 	}
-	ag, err := a.Apps.UpdateAgent(ctx, mustCaller(ctx), in.AppID, in.AgentID, body)
+	ag, secret, err := a.Apps.UpdateAgent(ctx, mustCaller(ctx), in.AppID, in.AgentID, body)
 	if err != nil {
 		return nil, err
 	}
-	return &agentOutput{agentDetailOut(ag)}, nil
+	return &savedAgentOutput{SavedAgent{agentDetailOut(ag), secret}}, nil
 }
 
 func (a *API) deleteAgent(ctx context.Context, in *appAgentInput) (*struct{}, error) {

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/base64"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
+	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
 func TestSystemAgentIsVisibleToEveryone(t *testing.T) {
@@ -157,16 +159,67 @@ func TestAgentManagement(t *testing.T) {
 		e.do("POST", agents, map[string]any{"name": "x", "agent_type_id": "llm", "agent_config": map[string]any{"model": "echo"}}, bearer(other)).expectError(t, 404, "NotFoundError", "App not found")
 		e.do("POST", agents, map[string]any{"name": "x", "agent_type_id": "llm", "agent_config": map[string]any{"model": "echo"}}, bearer(e.keyWith(owner, "app:access"))).expect(t, 403)
 
-		// A webhook agent's secret is stored sealed and never shown.
+		// A webhook agent's secret is stored sealed and never shown; the
+		// user's own is not echoed either.
+		own := webhook.NewSecret()
 		r = e.do("POST", agents, map[string]any{"name": "hook", "agent_type_id": "custom",
-			"agent_config": map[string]any{"runtime": "webhook", "url": "https://hooks.example.com/a", "secret": "whsec_s3cret"}}, bearer(owner)).expect(t, 201)
+			"agent_config": map[string]any{"runtime": "webhook", "url": "https://hooks.example.com/a", "secret": own}}, bearer(owner)).expect(t, 201)
 		hook := r.str("agent_id")
-		require.NotContains(t, string(r.Body), "whsec_s3cret")
-		require.NotContains(t, string(e.do("GET", "/api/v1/agents/"+hook, nil, bearer(owner)).expect(t, 200).Body), "s3cret")
+		require.NotContains(t, string(r.Body), own[len("whsec_"):])
+		require.NotContains(t, r.JSON, "webhook_secret", "a secret the user supplied is not shown back")
+		require.NotContains(t, string(e.do("GET", "/api/v1/agents/"+hook, nil, bearer(owner)).expect(t, 200).Body), own[len("whsec_"):])
 		stored, err := e.srv.Store.AgentGet(context.Background(), hook)
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(stored.SecretEnc, "v1:"), stored.SecretEnc)
-		require.NotContains(t, string(stored.Config), "s3cret")
+		require.NotContains(t, string(stored.Config), own[len("whsec_"):])
+		opened, err := e.srv.Secrets.Open(stored.SecretEnc)
+		require.NoError(t, err)
+		require.Equal(t, own, opened)
+		for _, bad := range []string{"s3cret", "whsec_s3cret", "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 16))} {
+			e.do("POST", agents, map[string]any{"name": "bad", "agent_type_id": "custom",
+				"agent_config": map[string]any{"runtime": "webhook", "url": "https://hooks.example.com/a", "secret": bad}}, bearer(owner)).
+				expectError(t, 400, "ValidationError", "agent_config.secret")
+		}
+
+		// Without a secret one is generated and shown once.
+		r = e.do("POST", agents, map[string]any{"name": "hook2", "agent_type_id": "custom",
+			"agent_config": map[string]any{"runtime": "webhook", "url": "https://hooks.example.com/c"}}, bearer(owner)).expect(t, 201)
+		hook2, generated := r.str("agent_id"), r.str("webhook_secret")
+		require.NoError(t, webhook.CheckSecret(generated))
+		require.Equal(t, map[string]any{"runtime": "webhook", "url": "https://hooks.example.com/c"}, r.JSON["agent_config"])
+		stored2, err := e.srv.Store.AgentGet(context.Background(), hook2)
+		require.NoError(t, err)
+		opened, err = e.srv.Secrets.Open(stored2.SecretEnc)
+		require.NoError(t, err)
+		require.Equal(t, generated, opened)
+		for _, path := range []string{"/api/v1/agents/" + hook2, agents + "/" + hook2, agents, "/api/v1/apps/" + appID + "/manifest"} {
+			require.NotContains(t, string(e.do("GET", path, nil, bearer(owner)).expect(t, 200).Body), generated[len("whsec_"):], path)
+		}
+		// PATCH rotates it: a new one, shown once; a plain change shows none.
+		r = e.do("PATCH", agents+"/"+hook2, map[string]any{"rotate_secret": true}, bearer(owner)).expect(t, 200)
+		rotated := r.str("webhook_secret")
+		require.NoError(t, webhook.CheckSecret(rotated))
+		require.NotEqual(t, generated, rotated)
+		r = e.do("PATCH", agents+"/"+hook2, map[string]any{"description": "d"}, bearer(owner)).expect(t, 200)
+		require.NotContains(t, r.JSON, "webhook_secret")
+		stored2, err = e.srv.Store.AgentGet(context.Background(), hook2)
+		require.NoError(t, err)
+		opened, err = e.srv.Secrets.Open(stored2.SecretEnc)
+		require.NoError(t, err)
+		require.Equal(t, rotated, opened)
+		// Or to one of the user's.
+		mine := webhook.NewSecret()
+		r = e.do("PATCH", agents+"/"+hook2, map[string]any{"agent_config": map[string]any{"secret": mine}}, bearer(owner)).expect(t, 200)
+		require.NotContains(t, string(r.Body), mine[len("whsec_"):])
+		stored2, err = e.srv.Store.AgentGet(context.Background(), hook2)
+		require.NoError(t, err)
+		opened, err = e.srv.Secrets.Open(stored2.SecretEnc)
+		require.NoError(t, err)
+		require.Equal(t, mine, opened)
+		e.do("PATCH", agents+"/"+hook2, map[string]any{"rotate_secret": "yes"}, bearer(owner)).expectError(t, 400, "ValidationError", "rotate_secret")
+		e.do("PATCH", agents+"/"+writer, map[string]any{"rotate_secret": true}, bearer(owner)).expectError(t, 400, "ValidationError", "rotate_secret")
+		e.do("PATCH", agents+"/"+hook2, map[string]any{"rotate_secret": true}, bearer(other)).expect(t, 404)
+		e.do("DELETE", agents+"/"+hook2, nil, bearer(owner)).expect(t, 204)
 
 		// PATCH merges agent_config and validates the result.
 		r = e.do("PATCH", agents+"/"+writer, map[string]any{"agent_config": map[string]any{"temperature": 1.5}, "version": "1.1.0"}, bearer(owner)).expect(t, 200)

@@ -17,13 +17,16 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/agentplatform/agentplatform/internal/activation"
+	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/metrics"
+	"github.com/agentplatform/agentplatform/internal/pipeline"
 	"github.com/agentplatform/agentplatform/internal/ratelimit"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -58,6 +61,9 @@ type Deps struct {
 	Metrics     *metrics.Metrics
 	Apps        *apps.Service
 	LLM         *llm.Service
+	Data        *appdata.Service
+	Functions   *function.Service
+	Pipelines   *pipeline.Service
 
 	Webhooks *webhook.Service
 	// WebSocket tunes event sockets (ping interval, buffer); zero: defaults.
@@ -106,7 +112,7 @@ func New(d Deps) (*API, error) {
 	cfg.CreateHooks = nil
 	cfg.AllowAdditionalPropertiesByDefault = true // unknown JSON fields are ignored
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
-		"bearer": {Type: "http", Scheme: "bearer", Description: "An `ak_` API key or an `st_` session token."},
+		"bearer": {Type: "http", Scheme: "bearer", Description: "An `ak_` API key, an `st_` session token, or the `agk_` agent key of a running custom agent's activation (its app's data and credential routes only)."},
 		"cookie": {Type: "apiKey", In: "cookie", Name: SessionCookie, Description: "The session cookie set by login."},
 	}
 	a.huma = humago.New(a.mux, cfg)
@@ -195,7 +201,11 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 		fail(err)
 		return
 	}
-	if err := auth.AllowApp(caller, hctx.Param("app_id")); err != nil {
+	appID := hctx.Param("app_id")
+	if appID == "" {
+		appID = hctx.Param("appId") // the data explorer's paths
+	}
+	if err := auth.AllowApp(caller, appID); err != nil {
 		fail(err)
 		return
 	}

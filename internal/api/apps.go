@@ -91,8 +91,9 @@ type importOutput struct {
 	Status int
 	Body   struct {
 		App
-		Created  apps.Counts `json:"created" doc:"Parts of each kind the app now has from the manifest"`
-		Upgraded bool        `json:"upgraded" doc:"An existing app of this slug was upgraded in place (200)"`
+		Created        apps.Counts         `json:"created" doc:"Parts of each kind the app now has from the manifest"`
+		Upgraded       bool                `json:"upgraded" doc:"An existing app of this slug was upgraded in place (200)"`
+		WebhookSecrets []apps.IssuedSecret `json:"webhook_secrets" doc:"Signing secrets generated for webhook agents that had none (a manifest agent without agent_config.secret): shown this once"`
 	}
 }
 
@@ -102,6 +103,7 @@ func (a *API) importOut(r *apps.Imported) *importOutput {
 		out.Status = http.StatusOK
 	}
 	out.Body.App, out.Body.Created, out.Body.Upgraded = a.appOut(r.App), r.Created, r.Upgraded
+	out.Body.WebhookSecrets = r.WebhookSecrets
 	return out
 }
 
@@ -193,6 +195,7 @@ type installOutput struct {
 		App
 		Created           apps.Counts             `json:"created" doc:"Parts of each kind the copy has"`
 		ExternalEndpoints []apps.ExternalEndpoint `json:"external_endpoints" doc:"The copy's webhook-runtime agents: their url is their code, and each activation's input goes there. Agents' webhook_url is never copied."`
+		WebhookSecrets    []apps.IssuedSecret     `json:"webhook_secrets" doc:"Each webhook-runtime agent of the copy gets a signing secret of its own (the publisher's is never copied): shown this once"`
 	}
 }
 
@@ -207,6 +210,7 @@ func (a *API) installApp(ctx context.Context, in *installInput) (*installOutput,
 	}
 	out := &installOutput{}
 	out.Body.App, out.Body.Created, out.Body.ExternalEndpoints = a.appOut(r.App), r.Created, r.ExternalEndpoints
+	out.Body.WebhookSecrets = r.WebhookSecrets
 	return out, nil
 }
 

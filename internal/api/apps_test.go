@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
+	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
 // exampleManifest is examples/support-desk.json, decoded.
@@ -250,13 +251,17 @@ func TestManifestRoundTrip(t *testing.T) {
 		e := newEnv(t, d, nil)
 		owner := e.signup("owner@example.com")
 		m := exampleManifest(t)
+		topSecret := webhook.NewSecret()
 		// A webhook agent: its secret is imported, never exported.
 		m["agents"] = append(m["agents"].([]any), map[string]any{"name": "hook", "agent_type_id": "custom",
 			"webhook_url":  "https://example.com/done",
-			"agent_config": map[string]any{"runtime": "webhook", "url": "https://agents.example.com/run", "secret": "whsec_topsecret"}})
-		appID := e.importManifest(owner, m).expect(t, 201).str("app_id")
+			"agent_config": map[string]any{"runtime": "webhook", "url": "https://agents.example.com/run", "secret": topSecret}})
+		imported := e.importManifest(owner, m).expect(t, 201)
+		require.Empty(t, imported.JSON["webhook_secrets"], "the manifest gave the agent its secret")
+		require.NotContains(t, string(imported.Body), topSecret[len("whsec_"):])
+		appID := imported.str("app_id")
 		first := e.do("GET", "/api/v1/apps/"+appID+"/manifest", nil, bearer(owner)).expect(t, 200)
-		require.NotContains(t, string(first.Body), "whsec_topsecret")
+		require.NotContains(t, string(first.Body), topSecret[len("whsec_"):])
 		require.Equal(t, "0.1.0", first.str("minPlatformVersion"))
 
 		// Upgrading from the export (which has no secret) keeps the sealed one.
@@ -269,11 +274,21 @@ func TestManifestRoundTrip(t *testing.T) {
 		require.Equal(t, "hook", agents[2].Name)
 		secret, err := e.srv.Secrets.Open(agents[2].SecretEnc)
 		require.NoError(t, err)
-		require.Equal(t, "whsec_topsecret", secret)
+		require.Equal(t, topSecret, secret)
 		first = e.do("GET", "/api/v1/apps/"+appID+"/manifest", nil, bearer(owner)).expect(t, 200)
 
 		e.do("DELETE", "/api/v1/apps/"+appID, nil, bearer(owner)).expect(t, 204)
 		again := e.do("POST", "/api/v1/apps/import-manifest", first.Body, bearer(owner)).expect(t, 201)
+		// Imported without a secret, the webhook agent gets a new one, shown once.
+		issued := list(again, "webhook_secrets")
+		require.Len(t, issued, 1)
+		require.Equal(t, "hook", issued[0]["name"])
+		require.NoError(t, webhook.CheckSecret(issued[0]["webhook_secret"].(string)))
+		hookRow, err := e.srv.Store.AgentGet(context.Background(), issued[0]["agent_id"].(string))
+		require.NoError(t, err)
+		opened, err := e.srv.Secrets.Open(hookRow.SecretEnc)
+		require.NoError(t, err)
+		require.Equal(t, issued[0]["webhook_secret"], opened)
 		second := e.do("GET", "/api/v1/apps/"+again.str("app_id")+"/manifest", nil, bearer(owner)).expect(t, 200)
 		require.JSONEq(t, string(first.Body), string(second.Body))
 
@@ -296,8 +311,9 @@ func TestMarketplaceAndInstall(t *testing.T) {
 		author := e.signup("author@example.com")
 		user := e.signup("user@example.com")
 		m := exampleManifest(t)
+		authorSecret := webhook.NewSecret()
 		m["agents"] = append(m["agents"].([]any), map[string]any{"name": "hook", "agent_type_id": "custom",
-			"agent_config": map[string]any{"runtime": "webhook", "url": "https://agents.example.com/run", "secret": "whsec_author"}})
+			"agent_config": map[string]any{"runtime": "webhook", "url": "https://agents.example.com/run", "secret": authorSecret}})
 		appID := e.importManifest(author, m).expect(t, 201).str("app_id")
 		private := e.do("POST", "/api/v1/apps", map[string]any{"name": "Private", "slug": "private"}, bearer(author)).expect(t, 201).str("app_id")
 
@@ -315,6 +331,7 @@ func TestMarketplaceAndInstall(t *testing.T) {
 		require.Equal(t, 1.0, r.JSON["total"])
 
 		r = e.do("POST", "/api/v1/apps/"+appID+"/install", nil, bearer(user)).expect(t, 201)
+		installed := r
 		copyID := r.str("app_id")
 		require.NotEqual(t, appID, copyID)
 		require.Equal(t, "private", r.str("marketplace_status"))
@@ -327,11 +344,18 @@ func TestMarketplaceAndInstall(t *testing.T) {
 		original, err := e.srv.Store.AgentListByApp(ctx, appID)
 		require.NoError(t, err)
 		require.NotEqual(t, original[0].ID, copied[0].ID, "new ids")
-		require.Empty(t, copied[2].SecretEnc, "no secrets are copied")
-		require.NotEmpty(t, original[2].SecretEnc)
 		opened, err := e.srv.Secrets.Open(original[2].SecretEnc)
 		require.NoError(t, err)
-		require.Equal(t, "whsec_author", opened, "the author's secret is stored sealed")
+		require.Equal(t, authorSecret, opened, "the author's secret is stored sealed")
+		// The copy's webhook agent has a secret of its own, shown once.
+		issued := list(installed, "webhook_secrets")
+		require.Len(t, issued, 1)
+		require.Equal(t, map[string]any{"agent_id": copied[2].ID, "name": "hook"}, map[string]any{"agent_id": issued[0]["agent_id"], "name": issued[0]["name"]})
+		own, err := e.srv.Secrets.Open(copied[2].SecretEnc)
+		require.NoError(t, err)
+		require.Equal(t, issued[0]["webhook_secret"], own)
+		require.NoError(t, webhook.CheckSecret(own))
+		require.NotEqual(t, authorSecret, own, "no secrets are copied")
 		app, err := e.srv.Store.AppGet(ctx, copyID)
 		require.NoError(t, err)
 		require.Equal(t, appID, app.InstalledFrom)

@@ -78,7 +78,7 @@ func TestInstallDropsWebhookURLsAndListsExternalEndpoints(t *testing.T) {
 			map[string]any{"name": "triage", "agent_type_id": "llm", "webhook_url": rcv.url,
 				"agent_config": map[string]any{"model": "echo", "provider_id": "echo"}},
 			map[string]any{"name": "hook", "agent_type_id": "custom", "webhook_url": rcv.url,
-				"agent_config": map[string]any{"runtime": "webhook", "url": agentURL, "secret": "whsec_YXV0aG9yLXNlY3JldA=="}},
+				"agent_config": map[string]any{"runtime": "webhook", "url": agentURL, "secret": "whsec_YXV0aG9yLXNlY3JldC1vZi0yNC1ieXRl"}},
 		}}
 		m["authenticators"] = exampleManifest(t)["authenticators"]
 		appID := e.importManifest(author, m).expect(t, 201).str("app_id")
@@ -108,7 +108,15 @@ func TestInstallDropsWebhookURLsAndListsExternalEndpoints(t *testing.T) {
 		require.Len(t, copied, 2)
 		for _, a := range copied {
 			require.Empty(t, a.WebhookURL, "agent %s keeps no webhook_url", a.Name)
-			require.Empty(t, a.SecretEnc, "agent %s keeps no secret", a.Name)
+			if a.Name == "hook" {
+				// A webhook-runtime copy signs with a secret of its own,
+				// never the publisher's.
+				own, err := e.srv.Secrets.Open(a.SecretEnc)
+				require.NoError(t, err)
+				require.NotEqual(t, "whsec_YXV0aG9yLXNlY3JldC1vZi0yNC1ieXRl", own, "agent %s keeps its publisher's secret", a.Name)
+			} else {
+				require.Empty(t, a.SecretEnc, "agent %s has no secret", a.Name)
+			}
 			require.NotContains(t, string(a.Config), "whsec_", "agent %s", a.Name)
 		}
 		require.Equal(t, []any{map[string]any{"agent_id": copied[1].ID, "name": "hook", "url": agentURL}}, r.JSON["external_endpoints"])
@@ -218,7 +226,8 @@ func TestWorkerEndpointsShowNoPrivateData(t *testing.T) {
 func TestBoundKeyRouteTable(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		e := newEnv(t, d, egressForTests)
+		// Over a hundred calls in a burst: the rate limit is not under test.
+		e := newEnv(t, d, map[string]string{"AP_EGRESS_ALLOW": "127.0.0.2/32", "AP_RATE_LIMIT": "1000000000"})
 		ctx := context.Background()
 		owner := e.signup("owner@example.com") // the first user: an admin
 		other := e.signup("other@example.com")
@@ -253,9 +262,46 @@ func TestBoundKeyRouteTable(t *testing.T) {
 		slugA := e.do("GET", "/api/v1/apps/"+fa.appID, nil, bearer(owner)).expect(t, 200).str("slug")
 		slugB := e.do("GET", "/api/v1/apps/"+fb.appID, nil, bearer(owner)).expect(t, 200).str("slug")
 
-		A := map[string]string{"app_id": fa.appID, "agent_id": fa.agentID, "activation_id": actA}
-		B := map[string]string{"app_id": fb.appID, "agent_id": fb.agentID, "activation_id": actB}
-		C := map[string]string{"app_id": fc.appID, "agent_id": fc.agentID, "activation_id": actC}
+		// Each app has a model "note" with a record.
+		record := func(appID, userID string) string {
+			ctx := context.Background()
+			_, err := e.srv.Data.CreateModel(ctx, appID, json.RawMessage(`{"slug":"note","fields":[{"name":"text","type":"text"}]}`))
+			require.NoError(t, err)
+			r, err := e.srv.Data.CreateRecord(ctx, userID, appID, "note", json.RawMessage(`{"text":"t"}`), userID)
+			require.NoError(t, err)
+			return r.ItemID
+		}
+		recA, recB, recC := record(fa.appID, ownerID), record(fb.appID, ownerID), record(fc.appID, otherID)
+		fnOf := map[string]string{}
+		for app, user := range map[string]string{fa.appID: ownerID, fb.appID: ownerID, fc.appID: otherID} {
+			now := store.Now()
+			f := &store.Function{ID: uuid.NewString(), AppID: app, UserID: user, Name: "echo", Code: "async function run(input) { return input; }",
+				InputSchema: json.RawMessage(`{"type":"object"}`), TimeoutSeconds: 5, CreatedAt: now, UpdatedAt: now}
+			require.NoError(t, e.srv.Store.FunctionCreate(context.Background(), f))
+			fnOf[app] = f.ID
+		}
+		// Each app has a pipeline running its function, and a run of it.
+		pipeOf, runOf := map[string]string{}, map[string]string{}
+		for app, token := range map[string]string{fa.appID: owner, fb.appID: owner, fc.appID: other} {
+			p := e.do("POST", "/api/v1/pipelines", map[string]any{"app_id": app, "name": "pipe",
+				"steps": []any{map[string]any{"id": "s1", "type": "function", "ref": "echo", "input": map[string]any{"x": "{{input.x}}"}}}},
+				bearer(token)).expect(t, 201).str("pipeline_id")
+			pipeOf[app] = p
+			runOf[app] = e.do("POST", "/api/v1/pipelines/"+p+"/run", map[string]any{"input": map[string]any{"x": 1}}, bearer(token)).expect(t, 201).str("run_id")
+		}
+		data := func(appID, item string) map[string]string {
+			return map[string]string{"slug": "note", "item_id": item, "appId": appID, "modelSlug": "note", "function_id": fnOf[appID],
+				"pipeline_id": pipeOf[appID], "run_id": runOf[appID]}
+		}
+		with := func(a, b map[string]string) map[string]string {
+			for k, v := range b {
+				a[k] = v
+			}
+			return a
+		}
+		A := with(map[string]string{"app_id": fa.appID, "agent_id": fa.agentID, "activation_id": actA}, data(fa.appID, recA))
+		B := with(map[string]string{"app_id": fb.appID, "agent_id": fb.agentID, "activation_id": actB}, data(fb.appID, recB))
+		C := with(map[string]string{"app_id": fc.appID, "agent_id": fc.agentID, "activation_id": actC}, data(fc.appID, recC))
 		AwithB := map[string]string{"app_id": fa.appID, "agent_id": fb.agentID, "activation_id": actB}
 		spareA := map[string]string{"app_id": fa.appID, "agent_id": spare.ID}
 		none := map[string]string{}
@@ -359,12 +405,69 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			{"GET /api/v1/activations/{activation_id}/stream", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
 			{"POST /api/v1/activations/{activation_id}/cancel", []call{{ids: A, status: http.StatusConflict}, {ids: B, status: absent}, {ids: C, status: absent}}},
 			{"GET /api/v1/activations/{activation_id}/deliveries", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/activations/{activation_id}/logs", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
 			{"GET /api/v1/agents/{agent_id}/activations", []call{{ids: A, status: 200, only: map[string]string{"app_id": fa.appID}},
 				{ids: B, status: absent}, {ids: C, status: absent}}},
 			{"GET /api/v1/apps/{app_id}/activations", []call{{ids: A, status: 200, only: map[string]string{"app_id": fa.appID}},
 				{ids: B, status: absent}, {ids: C, status: absent}}},
 			{"GET /api/v1/apps/{app_id}/agents/activations/{activation_id}", []call{{ids: A, status: 200}, {ids: B, status: absent},
 				{ids: C, status: absent}, {ids: AwithB, status: absent}}},
+
+			// Functions: A's; another app's are absent.
+			{"GET /api/v1/functions", []call{{ids: none, status: 200, only: map[string]string{"app_id": fa.appID}}}},
+			{"POST /api/v1/functions", []call{{ids: none, body: map[string]any{"app_id": fa.appID, "name": "made", "code": "async function run() {}"}, status: 201},
+				{ids: none, body: map[string]any{"app_id": fb.appID, "name": "made", "code": "async function run() {}"}, status: absent},
+				{ids: none, body: map[string]any{"app_id": fc.appID, "name": "made", "code": "async function run() {}"}, status: absent}}},
+			{"GET /api/v1/functions/{function_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"PATCH /api/v1/functions/{function_id}", []call{{ids: A, body: map[string]any{"description": "d"}, status: 200},
+				{ids: B, body: map[string]any{"description": "d"}, status: absent}, {ids: C, body: map[string]any{"description": "d"}, status: absent}}},
+			{"DELETE /api/v1/functions/{function_id}", []call{{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"POST /api/v1/functions/{function_id}/execute", []call{{ids: A, body: map[string]any{"input": map[string]any{}}, status: 200},
+				{ids: B, body: map[string]any{"input": map[string]any{}}, status: absent}, {ids: C, body: map[string]any{"input": map[string]any{}}, status: absent}}},
+			{"POST /api/v1/apps/{app_id}/functions/{function_id}/execute", []call{{ids: A, body: map[string]any{"input": map[string]any{}}, status: 200},
+				{ids: B, body: map[string]any{"input": map[string]any{}}, status: absent}, {ids: C, body: map[string]any{"input": map[string]any{}}, status: absent},
+				{ids: with(data(fb.appID, recB), map[string]string{"app_id": fa.appID}), body: map[string]any{"input": map[string]any{}}, status: absent}}},
+			{"GET /api/v1/apps/{app_id}/functions/history", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/apps/{app_id}/functions/{function_id}/history", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+
+			// Pipelines: A's; another app's, and their runs, are absent.
+			{"GET /api/v1/pipelines", []call{{ids: none, status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: none, query: "app_id=" + fb.appID, status: 200, only: map[string]string{"app_id": ""}}}},
+			{"POST /api/v1/pipelines", []call{
+				{ids: none, body: map[string]any{"app_id": fa.appID, "name": "made", "steps": []any{map[string]any{"id": "s", "type": "function", "ref": "echo"}}}, status: 201},
+				{ids: none, body: map[string]any{"app_id": fb.appID, "name": "made", "steps": []any{map[string]any{"id": "s", "type": "function", "ref": "echo"}}}, status: absent},
+				{ids: none, body: map[string]any{"app_id": fc.appID, "name": "made", "steps": []any{map[string]any{"id": "s", "type": "function", "ref": "echo"}}}, status: absent}}},
+			{"GET /api/v1/pipelines/{pipeline_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"PATCH /api/v1/pipelines/{pipeline_id}", []call{{ids: A, body: map[string]any{"description": "d"}, status: 200},
+				{ids: B, body: map[string]any{"description": "d"}, status: absent}, {ids: C, body: map[string]any{"description": "d"}, status: absent}}},
+			{"DELETE /api/v1/pipelines/{pipeline_id}", []call{{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"POST /api/v1/pipelines/{pipeline_id}/run", []call{{ids: A, body: map[string]any{"input": map[string]any{"x": 2}}, status: 201},
+				{ids: B, body: map[string]any{"input": map[string]any{}}, status: absent}, {ids: C, body: map[string]any{"input": map[string]any{}}, status: absent}}},
+			{"GET /api/v1/pipelines/runs", []call{{ids: none, query: "pipeline_id=" + pipeOf[fa.appID], status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: none, query: "pipeline_id=" + pipeOf[fb.appID], status: absent}, {ids: none, query: "pipeline_id=" + pipeOf[fc.appID], status: absent}}},
+			{"GET /api/v1/pipelines/runs/{run_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+
+			// App data: A's; another app's models and records are absent.
+			{"GET /api/v1/data/{app_id}/models", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"POST /api/v1/data/{app_id}/models", []call{{ids: A, body: map[string]any{"slug": "made", "fields": []any{}}, status: 201},
+				{ids: B, body: map[string]any{"slug": "made", "fields": []any{}}, status: absent}, {ids: C, body: map[string]any{"slug": "made", "fields": []any{}}, status: absent}}},
+			{"GET /api/v1/data/{app_id}/models/{slug}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"PATCH /api/v1/data/{app_id}/models/{slug}", []call{{ids: A, body: map[string]any{"name": "Note"}, status: 200},
+				{ids: B, body: map[string]any{"name": "x"}, status: absent}, {ids: C, body: map[string]any{"name": "x"}, status: absent}}},
+			{"DELETE /api/v1/data/{app_id}/models/{slug}", []call{{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/data/{app_id}/{slug}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"POST /api/v1/data/{app_id}/{slug}", []call{{ids: A, body: map[string]any{"data": map[string]any{"text": "a"}}, status: 201},
+				{ids: B, body: map[string]any{"data": map[string]any{"text": "b"}}, status: absent}, {ids: C, body: map[string]any{"data": map[string]any{"text": "c"}}, status: absent}}},
+			{"GET /api/v1/data/{app_id}/{slug}/{item_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent},
+				{ids: with(data(fa.appID, recB), map[string]string{"app_id": fa.appID}), status: absent}}},
+			{"PATCH /api/v1/data/{app_id}/{slug}/{item_id}", []call{{ids: A, body: map[string]any{"data": map[string]any{"text": "p"}}, status: 200},
+				{ids: B, body: map[string]any{"data": map[string]any{"text": "p"}}, status: absent}, {ids: C, body: map[string]any{"data": map[string]any{"text": "p"}}, status: absent}}},
+			{"PUT /api/v1/data/{app_id}/{slug}/{item_id}", []call{{ids: A, body: map[string]any{"data": map[string]any{"text": "p"}}, status: 200},
+				{ids: B, body: map[string]any{"data": map[string]any{"text": "p"}}, status: absent}, {ids: C, body: map[string]any{"data": map[string]any{"text": "p"}}, status: absent}}},
+			{"DELETE /api/v1/data/{app_id}/{slug}/{item_id}", []call{{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/apps/{appId}/models", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/apps/{appId}/{modelSlug}/fields", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/apps/{appId}/{modelSlug}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
 
 			// Events: another app's filter is as absent as the app.
 			{"GET /api/v1/ws", []call{{ids: none, query: "app_id=" + fa.appID, status: http.StatusSwitchingProtocols},
@@ -444,7 +547,7 @@ func TestBoundKeyRouteTable(t *testing.T) {
 					require.Equal(t, "NotFoundError", res.str("error_type"), name)
 				}
 				for field, allowed := range c.only {
-					for _, key := range []string{"apps", "agents", "activations"} {
+					for _, key := range []string{"apps", "agents", "activations", "functions", "pipelines", "runs"} {
 						for _, item := range list(res, key) {
 							v, _ := item[field].(string)
 							require.Contains(t, strings.Fields(allowed), v, "%s: %s of %v", name, field, item)

@@ -80,6 +80,11 @@ var extraErrors = map[string]map[int]string{
 	"update-llm-provider":    {http.StatusConflict: "You already have a provider of this name."},
 	"readyz":                 {http.StatusServiceUnavailable: "Not ready: the database is unreachable or migrations are pending."},
 	"list-agent-activations": {http.StatusBadRequest: "A bad filter: `context` is not a JSON object, or an unknown `status`."},
+	"create-data-model":      {http.StatusConflict: "The app already has a model with this slug."},
+	"create-function":        {http.StatusConflict: "The app already has a function of this name.", http.StatusNotFound: "`app_id` names no app of yours."},
+	"update-function":        {http.StatusConflict: "The app already has a function of this name."},
+	"create-pipeline":        {http.StatusConflict: "The app already has a pipeline of this name.", http.StatusNotFound: "`app_id` names no app of yours."},
+	"update-pipeline":        {http.StatusConflict: "The app already has a pipeline of this name."},
 }
 
 const activateConflict = "The app or agent is disabled, or the Idempotency-Key was used with a different body or is still being processed."
@@ -113,7 +118,15 @@ var moreDescriptions = map[string]string{
 		"Everything it declares is created in one transaction; a bad manifest is 400 naming the first bad path " +
 		"(e.g. `agents[1].agent_config.model`). Importing a slug you have at a lower version upgrades that app in place (200); " +
 		"the same or a higher version is 409.",
-	"export-manifest":   "Imports back to the same app.",
+	"export-manifest": "Imports back to the same app. A webhook agent's signing secret is never part of it.",
+	"create-app-agent": "A webhook agent (`agent_type_id: custom`, `agent_config: {runtime: webhook, url, secret?}`) signs its requests " +
+		"with `agent_config.secret` (`whsec_` and the base64 of 24 to 64 random bytes), or, when that is omitted, with a secret " +
+		"the platform generates and shows once in this answer (`webhook_secret`). The secret is stored encrypted and never returned again. " +
+		"`agent_config.url` on a literal private address is refused (400) unless AP_EGRESS_ALLOW allows it.",
+	"update-app-agent": "`rotate_secret: true` gives a webhook agent a new generated signing secret, shown once in this answer " +
+		"(`webhook_secret`); `agent_config.secret` sets one of yours instead. The old secret stops signing at once.",
+	"install-app": "Each webhook-runtime agent of the copy gets a signing secret of its own, shown once in `webhook_secrets`; " +
+		"the publisher's secrets and agents' `webhook_url` are never copied.",
 	"cancel-activation": "A queued or running activation ends `failed` with the error `Activation cancelled`, and its work stops.",
 	"stream-activation": "When the credential that opened the stream ends (logout, revoked or expired key, password change, " +
 		"disabled account) the stream ends within a second. A user may hold 100 WebSocket and SSE connections at once (per node); " +
@@ -303,7 +316,11 @@ func ruleText(rule auth.Rule, method string) string {
 	if rule.Account {
 		bound = " It acts on the account, not inside one app: a key bound to an app gets 403."
 	}
-	return "**Authentication:** a session, or an API key with one of the scopes " + strings.Join(scopes, ", ") + "." + other + bound
+	agentKeys := " Agent keys (`agk_`) get 403."
+	if rule.AgentKeyOK {
+		agentKeys = " An agent key (`agk_`) may use it too while its activation runs, for its activation's app only."
+	}
+	return "**Authentication:** a session, or an API key with one of the scopes " + strings.Join(scopes, ", ") + "." + other + bound + agentKeys
 }
 
 // finishDocument runs once every operation is registered.

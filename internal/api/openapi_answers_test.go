@@ -37,7 +37,7 @@ func newContract(t *testing.T, e *env) *contract {
 	return &contract{t: t, e: e, oapi: e.srv.API.Huma().OpenAPI(), seen: map[string]bool{}}
 }
 
-var pathParam = regexp.MustCompile(`\{[a-z_]+\}`)
+var pathParam = regexp.MustCompile(`\{[A-Za-z_]+\}`)
 
 // call sends a request to the route template with its path parameters
 // filled in order, expects status, and checks the answer.
@@ -59,7 +59,7 @@ func (c *contract) operation(method, template string) *huma.Operation {
 	c.t.Helper()
 	item := c.oapi.Paths[template]
 	require.NotNil(c.t, item, template)
-	op := map[string]*huma.Operation{"GET": item.Get, "POST": item.Post, "PATCH": item.Patch, "DELETE": item.Delete}[method]
+	op := map[string]*huma.Operation{"GET": item.Get, "POST": item.Post, "PUT": item.Put, "PATCH": item.Patch, "DELETE": item.Delete}[method]
 	require.NotNil(c.t, op, "%s %s", method, template)
 	return op
 }
@@ -138,6 +138,9 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 
 		// Apps and manifests.
 		m := exampleManifest(t)
+		// A webhook agent without a secret: the answers show the one made for it.
+		m["agents"] = append(m["agents"].([]any), map[string]any{"name": "hook", "agent_type_id": "custom",
+			"agent_config": map[string]any{"runtime": "webhook", "url": "https://agents.example.com/run"}})
 		app := c.call(201, "POST", "/api/v1/apps/import-manifest", none, m, as).str("app_id")
 		m["version"] = "1.1.0"
 		c.call(200, "POST", "/api/v1/apps/import-manifest", none, m, as)
@@ -152,6 +155,44 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		c.call(200, "GET", "/api/v1/apps/{app_id}/manifest", one(app), nil, as)
 		c.call(200, "GET", "/api/v1/apps/{app_id}/models", one(app), nil, as)
 
+		// Functions.
+		fns := list(c.call(200, "GET", "/api/v1/functions", none, nil, as), "functions")
+		fn := fns[0]["id"].(string)
+		c.call(200, "GET", "/api/v1/functions/{function_id}", one(fn), nil, as)
+		c.call(200, "PATCH", "/api/v1/functions/{function_id}", one(fn), map[string]any{"description": "d"}, as)
+		made := c.call(201, "POST", "/api/v1/functions", none, map[string]any{"app_id": app, "name": "fails",
+			"code": `async function run(i, ctx) { ctx.log("x"); throw new Error("no"); }`}, as).str("id")
+		c.call(409, "POST", "/api/v1/functions", none, map[string]any{"app_id": app, "name": "fails", "code": "async function run() {}"}, as)
+		c.call(400, "POST", "/api/v1/functions", none, map[string]any{"app_id": app, "name": "x"}, as)
+		fnInput := map[string]any{"input": map[string]any{"subject": "s", "body": "b", "customer_email": "a@b.co"}}
+		c.call(200, "POST", "/api/v1/functions/{function_id}/execute", one(fn), fnInput, as)
+		c.call(400, "POST", "/api/v1/functions/{function_id}/execute", one(fn), map[string]any{"input": map[string]any{}}, as)
+		c.call(200, "POST", "/api/v1/apps/{app_id}/functions/{function_id}/execute", one(app, made), nil, as)
+		c.call(200, "GET", "/api/v1/apps/{app_id}/functions/history", one(app), nil, as)
+		c.call(200, "GET", "/api/v1/apps/{app_id}/functions/{function_id}/history", one(app, made), nil, as)
+		c.call(204, "DELETE", "/api/v1/functions/{function_id}", one(made), nil, as)
+
+		// App data.
+		c.call(200, "GET", "/api/v1/data/{app_id}/models", one(app), nil, as)
+		c.call(201, "POST", "/api/v1/data/{app_id}/models", one(app), map[string]any{"slug": "note", "fields": []any{
+			map[string]any{"name": "text", "type": "text", "required": true}}}, as)
+		c.call(400, "POST", "/api/v1/data/{app_id}/models", one(app), map[string]any{"slug": "models", "fields": []any{}}, as)
+		c.call(409, "POST", "/api/v1/data/{app_id}/models", one(app), map[string]any{"slug": "note", "fields": []any{}}, as)
+		c.call(200, "GET", "/api/v1/data/{app_id}/models/{slug}", one(app, "note"), nil, as)
+		c.call(200, "PATCH", "/api/v1/data/{app_id}/models/{slug}", one(app, "note"), map[string]any{"name": "Notes"}, as)
+		item := c.call(201, "POST", "/api/v1/data/{app_id}/{slug}", one(app, "note"), map[string]any{"data": map[string]any{"text": "hi"}}, as).str("item_id")
+		c.call(400, "POST", "/api/v1/data/{app_id}/{slug}", one(app, "note"), map[string]any{"data": map[string]any{"text": 1}}, as)
+		c.call(200, "GET", "/api/v1/data/{app_id}/{slug}", one(app, "note"), nil, as)
+		c.call(200, "GET", "/api/v1/data/{app_id}/{slug}/{item_id}", one(app, "note", item), nil, as)
+		c.call(200, "PATCH", "/api/v1/data/{app_id}/{slug}/{item_id}", one(app, "note", item), map[string]any{"data": map[string]any{"text": "p"}}, as)
+		c.call(200, "PUT", "/api/v1/data/{app_id}/{slug}/{item_id}", one(app, "note", item), map[string]any{"data": map[string]any{"text": "q"}}, as)
+		c.call(200, "GET", "/api/apps/{appId}/models", one(app), nil, as)
+		c.call(200, "GET", "/api/apps/{appId}/{modelSlug}/fields", one(app, "note"), nil, as)
+		c.call(200, "GET", "/api/apps/{appId}/{modelSlug}", one(app, "note"), nil, as)
+		c.call(204, "DELETE", "/api/v1/data/{app_id}/{slug}/{item_id}", one(app, "note", item), nil, as)
+		c.call(404, "GET", "/api/v1/data/{app_id}/{slug}/{item_id}", one(app, "note", item), nil, as)
+		c.call(204, "DELETE", "/api/v1/data/{app_id}/models/{slug}", one(app, "note"), nil, as)
+
 		// Agents.
 		c.call(200, "GET", "/api/v1/agents", none, nil, as)
 		agents := list(c.call(200, "GET", "/api/v1/apps/{app_id}/agents", one(app), nil, as), "agents")
@@ -161,6 +202,11 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		added := c.call(201, "POST", "/api/v1/apps/{app_id}/agents", one(app), map[string]any{"name": "helper", "agent_type_id": "llm",
 			"agent_config": map[string]any{"model": "echo", "provider_id": "echo"}}, as).str("agent_id")
 		c.call(200, "PATCH", "/api/v1/apps/{app_id}/agents/{agent_id}", one(app, added), map[string]any{"description": "helps"}, as)
+		hook := c.call(201, "POST", "/api/v1/apps/{app_id}/agents", one(app), map[string]any{"name": "hook2", "agent_type_id": "custom",
+			"agent_config": map[string]any{"runtime": "webhook", "url": "https://agents.example.com/run"}}, as)
+		require.NotEmpty(t, hook.str("webhook_secret"))
+		require.NotEmpty(t, c.call(200, "PATCH", "/api/v1/apps/{app_id}/agents/{agent_id}", one(app, hook.str("agent_id")),
+			map[string]any{"rotate_secret": true}, as).str("webhook_secret"))
 
 		// Activations, and the events they make.
 		socket, status := e.socket("since=0", http.Header{"Authorization": {"Bearer " + admin}})
@@ -177,6 +223,7 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 			c.call(200, "GET", "/api/v1/activations/{activation_id}", one(id), nil, as)
 			c.call(200, "GET", "/api/v1/apps/{app_id}/agents/activations/{activation_id}", one(app, id), nil, as)
 			c.call(200, "GET", "/api/v1/activations/{activation_id}/deliveries", one(id), nil, as)
+			c.call(200, "GET", "/api/v1/activations/{activation_id}/logs", one(id), nil, as)
 		}
 		c.call(409, "POST", "/api/v1/activations/{activation_id}/cancel", one(ids[0]), nil, as)
 

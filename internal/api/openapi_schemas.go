@@ -24,6 +24,10 @@ var docTags = []*huma.Tag{
 	{Name: "activations", Description: "Run an agent and read the results: create, wait, stream, cancel, history."},
 	{Name: "events", Description: "Your activation events, live over a WebSocket, resumable by `seq`."},
 	{Name: "webhooks", Description: "Signed (Standard Webhooks) deliveries of finished activations, and the app's signing secret."},
+	{Name: "functions", Description: "JavaScript functions of your apps, run on demand with an input checked against their JSON Schema; every run is recorded."},
+	{Name: "pipelines", Description: "Sequences of agent and function steps whose inputs are templates over the run's input and earlier outputs; runs are asynchronous, step by step."},
+	{Name: "data", Description: "Apps' own data: models with typed fields and their records, filtered and sorted in the database; " +
+		"the data explorer's paths under /api/apps answer the same. Open to app:access keys and to a running custom agent's agent key."},
 	{Name: "llm-providers", Description: "The LLM providers agents call: the operator's system providers and your own."},
 	{Name: "worker", Description: "The activation queue and the worker processes that run it."},
 	{Name: "operations", Description: "Liveness, readiness and version, for load balancers and monitors. No authentication."},
@@ -47,6 +51,11 @@ const docDescription = "Host apps and AI agents: accounts, API keys, apps, agent
 // anyObject is an explicit "any JSON object".
 func anyObject(desc string) *huma.Schema {
 	return &huma.Schema{Type: huma.TypeObject, Description: desc, AdditionalProperties: true}
+}
+
+// anyJSONOrNull is any JSON value, null included.
+func anyJSONOrNull(registry huma.Registry, desc string) *huma.Schema {
+	return &huma.Schema{Description: desc, AnyOf: []*huma.Schema{anyJSON(registry), {Type: "null"}}}
 }
 
 // anyJSON is an explicit "any JSON value" (null aside): a reference to
@@ -93,9 +102,19 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 			// webhook secret.
 			"agent_config": ref(reflect.TypeFor[apps.AgentConfig]()),
 		},
-		"FunctionSpec":  {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
-		"Step":          {"input": anyJSON(registry)},
-		"Authenticator": {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
+		"SavedAgent":     {"agent_config": ref(reflect.TypeFor[apps.AgentConfig]())},
+		"FunctionSpec":   {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
+		"Step":           {"input": anyJSON(registry)},
+		"Authenticator":  {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
+		"DataRecord":     {"data": anyObject("The record's fields, as the model's field types say")},
+		"Function":       {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
+		"FunctionCreate": {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
+		"FunctionPatch":  {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
+		"ExecuteInput":   {"input": anyJSON(registry)},
+		"RunInput":       {"input": anyJSON(registry)},
+		"Run":            {"input": anyJSON(registry), "output": anyJSONOrNull(registry, "The last step's output once the run completed, else null")},
+		"StepState":      {"output": anyJSONOrNull(registry, "The step's output once it completed, else null")},
+		"Execution":      {"output": anyJSONOrNull(registry, "What run() returned; null when the execution failed")},
 	}
 }
 

@@ -52,7 +52,7 @@ func (a *API) routes() {
 	register(a, noContent(op("delete-app", http.MethodDelete, "/api/v1/apps/{app_id}", "Delete an app and everything in it", "apps")), auth.User, a.deleteApp)
 	register(a, created(op("install-app", http.MethodPost, "/api/v1/apps/{app_id}/install", "Copy a published app into your account", "apps")), auth.Account, a.installApp)
 	register(a, op("export-manifest", http.MethodGet, "/api/v1/apps/{app_id}/manifest", "The app as a manifest (imports back to the same app)", "apps"), auth.AppUse, a.exportManifest)
-	register(a, op("list-app-models", http.MethodGet, "/api/v1/apps/{app_id}/models", "Data models of an app", "apps"), auth.AppUse, a.listAppModels)
+	register(a, op("list-app-models", http.MethodGet, "/api/v1/apps/{app_id}/models", "Data models of an app", "apps"), auth.AppData, a.listAppModels)
 
 	// Agents.
 	register(a, op("list-agents", http.MethodGet, "/api/v1/agents", "Agents of your apps and the system agents", "agents"), auth.AppUse, a.listAgents)
@@ -73,9 +73,49 @@ func (a *API) routes() {
 	register(a, op("get-activation", http.MethodGet, "/api/v1/activations/{activation_id}", "One activation", "activations"), auth.AppUse, a.getActivation)
 	a.streamRoute() // SSE: GET /api/v1/activations/{activation_id}/stream, auth.AppUse
 	register(a, op("cancel-activation", http.MethodPost, "/api/v1/activations/{activation_id}/cancel", "Cancel a queued or running activation", "activations"), auth.AppUse, a.cancelActivation)
+	register(a, op("activation-logs", http.MethodGet, "/api/v1/activations/{activation_id}/logs", "What a custom agent's run wrote (ctx.log, console.log, errors' stacks)", "activations"), auth.AppUse, a.activationLogs)
 	register(a, op("list-agent-activations", http.MethodGet, "/api/v1/agents/{agent_id}/activations", "Activations of an agent", "activations"), auth.AppUse, a.listAgentActivations)
 	register(a, op("list-app-activations", http.MethodGet, "/api/v1/apps/{app_id}/activations", "Activations of an app", "activations"), auth.AppUse, a.listAppActivations)
 	register(a, op("get-app-activation", http.MethodGet, "/api/v1/apps/{app_id}/agents/activations/{activation_id}", "One activation of an app", "activations"), auth.AppUse, a.getAppActivation)
+
+	// Functions: managed like agents, read and run with app:access.
+	register(a, op("list-functions", http.MethodGet, "/api/v1/functions", "Your functions (app_id filters), in creation order", "functions"), auth.AppUse, a.listFunctions)
+	register(a, domainDecoded(created(op("create-function", http.MethodPost, "/api/v1/functions", "Add a function to an app", "functions"))), auth.User, a.createFunction)
+	register(a, op("get-function", http.MethodGet, "/api/v1/functions/{function_id}", "One function", "functions"), auth.AppUse, a.getFunction)
+	register(a, domainDecoded(op("update-function", http.MethodPatch, "/api/v1/functions/{function_id}", "Change any of a function's fields", "functions")), auth.User, a.updateFunction)
+	register(a, noContent(op("delete-function", http.MethodDelete, "/api/v1/functions/{function_id}", "Delete a function and its executions", "functions")), auth.User, a.deleteFunction)
+	register(a, op("execute-function", http.MethodPost, "/api/v1/functions/{function_id}/execute", "Run a function with an input checked against its input_schema; answers the execution", "functions"), auth.AppUse, a.executeFunction)
+	register(a, op("execute-app-function", http.MethodPost, "/api/v1/apps/{app_id}/functions/{function_id}/execute", "Run one of the app's functions; answers the execution", "functions"), auth.AppUse, a.executeAppFunction)
+	register(a, op("app-function-history", http.MethodGet, "/api/v1/apps/{app_id}/functions/history", "Executions of the app's functions, newest first", "functions"), auth.AppUse, a.appFunctionHistory)
+	register(a, op("function-history", http.MethodGet, "/api/v1/apps/{app_id}/functions/{function_id}/history", "Executions of one function, newest first", "functions"), auth.AppUse, a.functionHistory)
+
+	// Pipelines: managed like agents, read and run with app:access.
+	register(a, op("list-pipelines", http.MethodGet, "/api/v1/pipelines", "Your pipelines (app_id filters), in creation order", "pipelines"), auth.AppUse, a.listPipelines)
+	register(a, domainDecoded(created(op("create-pipeline", http.MethodPost, "/api/v1/pipelines", "Add a pipeline to an app", "pipelines"))), auth.User, a.createPipeline)
+	register(a, op("list-pipeline-runs", http.MethodGet, "/api/v1/pipelines/runs", "Runs of a pipeline, newest first", "pipelines"), auth.AppUse, a.listRuns)
+	register(a, op("get-pipeline-run", http.MethodGet, "/api/v1/pipelines/runs/{run_id}", "One run with its steps' states", "pipelines"), auth.AppUse, a.getRun)
+	register(a, op("get-pipeline", http.MethodGet, "/api/v1/pipelines/{pipeline_id}", "One pipeline", "pipelines"), auth.AppUse, a.getPipeline)
+	register(a, domainDecoded(op("update-pipeline", http.MethodPatch, "/api/v1/pipelines/{pipeline_id}", "Change any of a pipeline's fields", "pipelines")), auth.User, a.updatePipeline)
+	register(a, noContent(op("delete-pipeline", http.MethodDelete, "/api/v1/pipelines/{pipeline_id}", "Delete a pipeline and its runs", "pipelines")), auth.User, a.deletePipeline)
+	register(a, created(op("run-pipeline", http.MethodPost, "/api/v1/pipelines/{pipeline_id}/run", "Start a run: asynchronous, step by step; follow it at /pipelines/runs/{run_id} or by pipeline_run_* events", "pipelines")), auth.AppUse, a.runPipeline)
+
+	// App data: models and records, open to app:access keys and to the
+	// agent keys of the app's running custom agents; the data explorer's
+	// paths answer the same.
+	register(a, op("list-data-models", http.MethodGet, "/api/v1/data/{app_id}/models", "Data models of an app", "data"), auth.AppData, a.listDataModels)
+	register(a, created(op("create-data-model", http.MethodPost, "/api/v1/data/{app_id}/models", "Create a data model", "data")), auth.AppData, a.createDataModel)
+	register(a, op("get-data-model", http.MethodGet, "/api/v1/data/{app_id}/models/{slug}", "One data model", "data"), auth.AppData, a.getDataModel)
+	register(a, op("update-data-model", http.MethodPatch, "/api/v1/data/{app_id}/models/{slug}", "Rename a model or replace its fields", "data"), auth.AppData, a.patchDataModel)
+	register(a, noContent(op("delete-data-model", http.MethodDelete, "/api/v1/data/{app_id}/models/{slug}", "Delete a model and its records", "data")), auth.AppData, a.deleteDataModel)
+	register(a, op("list-records", http.MethodGet, "/api/v1/data/{app_id}/{slug}", "Records of a model: filter[field]=value (any of the model's fields but json ones, compared as the field's type), sort=field or -field, limit, offset", "data"), auth.AppData, a.listRecords)
+	register(a, created(op("create-record", http.MethodPost, "/api/v1/data/{app_id}/{slug}", "Create a record, checked against the model's fields", "data")), auth.AppData, a.createRecord)
+	register(a, op("get-record", http.MethodGet, "/api/v1/data/{app_id}/{slug}/{item_id}", "One record", "data"), auth.AppData, a.getRecord)
+	register(a, op("patch-record", http.MethodPatch, "/api/v1/data/{app_id}/{slug}/{item_id}", "Merge fields into a record (null removes one)", "data"), auth.AppData, a.patchRecord)
+	register(a, op("put-record", http.MethodPut, "/api/v1/data/{app_id}/{slug}/{item_id}", "Replace a record's data", "data"), auth.AppData, a.putRecord)
+	register(a, noContent(op("delete-record", http.MethodDelete, "/api/v1/data/{app_id}/{slug}/{item_id}", "Delete a record", "data")), auth.AppData, a.deleteRecord)
+	register(a, op("explorer-models", http.MethodGet, "/api/apps/{appId}/models", "Data explorer: the app's models", "data"), auth.AppData, a.explorerModels)
+	register(a, op("explorer-fields", http.MethodGet, "/api/apps/{appId}/{modelSlug}/fields", "Data explorer: a model's fields", "data"), auth.AppData, a.explorerFields)
+	register(a, op("explorer-records", http.MethodGet, "/api/apps/{appId}/{modelSlug}", "Data explorer: a model's records (the filters, order and pages of list-records)", "data"), auth.AppData, a.explorerRecords)
 
 	// Workers.
 	register(a, op("worker-status", http.MethodGet, "/api/v1/worker/status", "Worker processes, queue depth, throughput", "worker"), auth.User, a.workerStatus)

@@ -19,13 +19,17 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/api"
+	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/metrics"
+	"github.com/agentplatform/agentplatform/internal/pipeline"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -68,6 +72,14 @@ type Server struct {
 	http        *http.Server
 	close       sync.Once
 
+	// Pipelines runs apps' pipelines step by step.
+	Pipelines *pipeline.Service
+	// Functions runs apps' functions and records their executions.
+	Functions *function.Service
+	// Data is apps' data models and records.
+	Data *appdata.Service
+	// Executors run agents, functions and pipeline steps.
+	Executors *executor.Set
 	// Webhooks delivers activation events to webhook URLs.
 	Webhooks *webhook.Service
 	// Egress guards every call to an address a user supplied.
@@ -155,14 +167,27 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.Data = appdata.New(s.Store)
+	llmExec := executor.NewLLM(s.resolveLLM, s.Store, s.Log)
+	js := executor.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
+	js.Data = appdata.Scripts{Service: s.Data}
+	s.Executors = &executor.Set{LLM: llmExec,
+		JavaScript: js,
+		Webhook:    executor.NewWebhook(s.Egress, s.Config.PublicURL+"/api/v1", s.Apps.WebhookSecret)}
+	s.Functions = function.New(s.Store, s.Auth, s.Apps, js)
 	s.Activations = activation.New(activation.Deps{
 		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks, Metrics: s.Metrics,
-		Agents: s.Apps, Resolve: s.resolveLLM,
+		Agents: s.Apps, Resolve: s.resolveLLM, Executors: s.Executors,
+		// A run's agent key ends with its activation, whatever ends it.
+		EndHooks: []activation.EndHook{s.Auth.EndAgentKey},
 	}, activation.Options{Concurrency: s.Config.Workers})
+	s.Pipelines = pipeline.New(s.Store, s.Auth, s.Apps, s.Activations, s.Functions, s.Events, s.Queue, s.Log)
+	// A pipeline's agent step moves its run on when its activation ends.
+	s.Activations.EndHooks = append(s.Activations.EndHooks, s.Pipelines.EndHook)
 	s.Metrics.QueueDepth(func() (int, int, error) { return s.Store.ActivationDepth(context.Background()) })
 	if s.opts.HTTP {
 		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth,
-			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps,
+			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps, Data: s.Data, Functions: s.Functions, Pipelines: s.Pipelines,
 			Webhooks: s.Webhooks, LLM: s.LLM})
 		if err != nil {
 			return err
