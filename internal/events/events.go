@@ -22,15 +22,18 @@ const (
 
 // Event is one announcement, as sent to clients.
 type Event struct {
-	Type         string          `json:"type"`
-	Seq          int64           `json:"seq"`
-	UserID       string          `json:"-"`
-	ActivationID string          `json:"activation_id"`
-	AgentID      string          `json:"agent_id"`
-	Status       string          `json:"status"`
-	Context      map[string]any  `json:"context"` // chat_id, app_id, …
-	OutputData   json.RawMessage `json:"output_data,omitempty"`
-	Error        string          `json:"error,omitempty"`
-	Delta        string          `json:"delta,omitempty"`
-	Timestamp    time.Time       `json:"timestamp"`
+	Type         string `json:"type"`
+	Seq          int64  `json:"seq"`
+	UserID       string `json:"-"`
+	ActivationID string `json:"activation_id,omitempty"`
+	AgentID      string `json:"agent_id,omitempty"`
+	// RunID and PipelineID are a pipeline run's (pipeline_run_* events).
+	RunID      string          `json:"run_id,omitempty"`
+	PipelineID string          `json:"pipeline_id,omitempty"`
+	Status     string          `json:"status"`
+	Context    map[string]any  `json:"context"` // chat_id, app_id, …
+	OutputData json.RawMessage `json:"output_data,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	Delta      string          `json:"delta,omitempty"`
+	Timestamp  time.Time       `json:"timestamp"`
 }
