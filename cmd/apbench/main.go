@@ -32,9 +32,9 @@ import (
 )
 
 type options struct {
-	base, key, agent, provider, model, observe string
-	n, c, warmup                               int
-	setup, setupOnly                           bool
+	base, key, agent, provider, model, observe, runtime string
+	n, c, warmup                                        int
+	setup, setupOnly                                    bool
 }
 
 func main() {
@@ -46,6 +46,7 @@ func main() {
 	flag.BoolVar(&o.setupOnly, "setup-only", false, "do -setup, print KEY=… and AGENT=… (for the shared yardstick's driver) and exit")
 	flag.StringVar(&o.provider, "provider", "echo", "with -setup: the agent's provider_id (echo, openai, …)")
 	flag.StringVar(&o.model, "model", "echo", "with -setup: the agent's model")
+	flag.StringVar(&o.runtime, "runtime", "llm", "with -setup: the agent's kind: llm, or javascript (a custom agent answering from its input, no LLM)")
 	flag.StringVar(&o.observe, "observe", "ws", "how completion is observed: ws (WebSocket events) or poll")
 	flag.IntVar(&o.n, "n", 2000, "activations to measure")
 	flag.IntVar(&o.c, "c", 64, "activations in flight")
@@ -341,10 +342,16 @@ func setup(ctx context.Context, o *options) error {
 		map[string]any{"name": "bench", "scopes": []string{"write:all"}}, &key); err != nil {
 		return err
 	}
+	agent := map[string]any{"name": "bench", "agent_type_id": "llm", "version": "1.0.0",
+		"agent_config": map[string]any{"model": o.model, "provider_id": o.provider, "temperature": 0}}
+	if o.runtime == "javascript" {
+		agent["agent_type_id"] = "custom"
+		agent["agent_config"] = map[string]any{"runtime": "javascript",
+			"code": "async function run(input, ctx) { return { response: 'ok: ' + input.prompt }; }"}
+	}
 	manifest := map[string]any{
 		"name": "Bench", "slug": "bench-" + uuid.NewString()[:8], "version": "1.0.0",
-		"agents": []any{map[string]any{"name": "bench", "agent_type_id": "llm", "version": "1.0.0",
-			"agent_config": map[string]any{"model": o.model, "provider_id": o.provider, "temperature": 0}}},
+		"agents": []any{agent},
 	}
 	var app struct {
 		AppID string `json:"app_id"`
