@@ -48,13 +48,14 @@
     }
     ctx.log = logger("info");
     g.console = Object.freeze({ log: logger("info"), info: logger("info"), debug: logger("debug"), warn: logger("warn"), error: logger("error") });
+    return true;
   });
 
   fix("__start", (inputJSON) => {
     if (typeof g.run !== "function") {
       state = "failed";
       failure = { name: "Error", message: "the code must define async function run(input, ctx)" };
-      return;
+      return true;
     }
     let p;
     try {
@@ -82,8 +83,13 @@
       failure = null;
       state = "failed";
     });
+    return true;
   });
 
+  // The entry points above answer true, and these a string, once they got
+  // to their end: QuickJS throws null when it cannot allocate even an
+  // error, and a null exception reaches Go as no error at all, so an
+  // answer missing is how Go tells that the run ran out of memory.
   fix("__state", () => state);
   fix("__output", () => JSON.stringify(output === undefined ? null : output));
   fix("__failure", () => JSON.stringify(failure));

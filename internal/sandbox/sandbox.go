@@ -167,8 +167,8 @@ func (r *run) exec() error {
 	if len(fields) == 0 {
 		fields = json.RawMessage("{}")
 	}
-	if _, err := vm.Call("__setup", string(fields), string(names)); err != nil {
-		return r.scriptError(err)
+	if err := r.enter("__setup", string(fields), string(names)); err != nil {
+		return err
 	}
 	if _, err := vm.Eval(r.p.Code, quickjs.EvalGlobal); err != nil {
 		return r.scriptError(err)
@@ -177,18 +177,18 @@ func (r *run) exec() error {
 	if len(input) == 0 {
 		input = json.RawMessage("null")
 	}
-	if _, err := vm.Call("__start", string(input)); err != nil {
-		return r.scriptError(err)
+	if err := r.enter("__start", string(input)); err != nil {
+		return err
 	}
 	for {
 		if err := r.ctx.Err(); err != nil {
 			return err
 		}
-		state, err := vm.Call("__state")
+		state, err := r.state()
 		if err != nil {
-			return r.scriptError(err)
+			return err
 		}
-		switch s, _ := state.(string); s {
+		switch state {
 		case "done":
 			return r.output()
 		case "failed":
@@ -203,21 +203,52 @@ func (r *run) exec() error {
 				return err
 			}
 			// Host calls are synchronous: with no job queued, nothing
-			// can ever settle what run() waits for.
-			if s, _ := vm.Call("__state"); s == "pending" {
+			// can ever settle what run() waits for — unless a job that
+			// would have was dropped for want of memory.
+			if s, _ := r.state(); s == "pending" {
 				return ErrNeverSettles
 			}
 		}
 	}
 }
 
-// output reads run's JSON result, within the cap.
-func (r *run) output() error {
-	v, err := r.vm.Call("__output")
+// enter calls one of the prelude's entry points, which answer true once
+// they got to their end; no answer and no error is a null exception, what
+// QuickJS throws when it cannot allocate even an error.
+func (r *run) enter(name string, args ...any) error {
+	v, err := r.vm.Call(name, args...)
 	if err != nil {
 		return r.scriptError(err)
 	}
-	out, _ := v.(string)
+	if v != true {
+		return ErrOutOfMemory
+	}
+	return nil
+}
+
+// text calls one of the prelude's readers, which answer a string; no string
+// means out of memory, as for enter.
+func (r *run) text(name string) (string, error) {
+	v, err := r.vm.Call(name)
+	if err != nil {
+		return "", r.scriptError(err)
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", ErrOutOfMemory
+	}
+	return s, nil
+}
+
+// state is run()'s: pending, done or failed.
+func (r *run) state() (string, error) { return r.text("__state") }
+
+// output reads run's JSON result, within the cap.
+func (r *run) output() error {
+	out, err := r.text("__output")
+	if err != nil {
+		return err
+	}
 	if len(out) > r.p.Limits.OutputBytes {
 		return fmt.Errorf("the output is %d bytes, over the limit of %d", len(out), r.p.Limits.OutputBytes)
 	}
@@ -231,11 +262,10 @@ func (r *run) output() error {
 // failure turns run's rejection into the run's error, its stack into the
 // logs.
 func (r *run) failure() error {
-	v, err := r.vm.Call("__failure")
+	s, err := r.text("__failure")
 	if err != nil {
-		return r.scriptError(err)
+		return err
 	}
-	s, _ := v.(string)
 	if s == "null" {
 		return ErrOutOfMemory // see the prelude's last catch
 	}
