@@ -52,12 +52,12 @@ func TestJavaScriptAgentRunsWithItsServices(t *testing.T) {
 			try { await ctx.credentials.getCredentials("google"); } catch (e) { creds = e.name; }
 			ctx.log("run", ctx.activation.activation_id, "of", ctx.activation.agent_id);
 			console.log({seen: before});
-			return {before, listed, text: answer.text, creds, app: ctx.app_id === ctx.activation.app_id};
+			return {before, listed, text: answer.text, creds, app: ctx.app_id === ctx.activation.app_id, key: ctx.agent_key.startsWith("agk_")};
 		}`, 10)
 		first := e.await(tok, e.activateJS(tok, ag, map[string]any{"name": "Ada"}))
 		require.Equal(t, "completed", first.str("status"), first.str("error"))
 		require.Equal(t, map[string]any{"before": nil, "listed": []any{map[string]any{"key": "count", "value": 1.0}},
-			"text": "echo: hello Ada", "creds": "CredentialNotFoundError", "app": true}, first.JSON["output_data"])
+			"text": "echo: hello Ada", "creds": "CredentialNotFoundError", "app": true, "key": true}, first.JSON["output_data"])
 		second := e.await(tok, e.activateJS(tok, ag, map[string]any{"name": "Bob"}))
 		require.Equal(t, 1.0, second.JSON["output_data"].(map[string]any)["before"], "storage outlives a run")
 
@@ -85,7 +85,9 @@ func TestJavaScriptAgentRunsWithItsServices(t *testing.T) {
 func TestJavaScriptAgentFailures(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		e := newEnv(t, d, map[string]string{"AP_JS_MEMORY_MB": "16"})
+		// 32 MB: a 10 MB string and its JSON fit, so the output cap is what
+		// refuses it, and an endless allocation still ends quickly.
+		e := newEnv(t, d, map[string]string{"AP_JS_MEMORY_MB": "32"})
 		tok := e.signup("fail@example.com")
 		// Only the loop waits for its timeout; the others end on their
 		// own, however slow the machine (an allocation under -race is).
@@ -95,7 +97,7 @@ func TestJavaScriptAgentFailures(t *testing.T) {
 			{`async function run() { for (;;) {} }`, "Activation timed out after 1 s"},
 			{`async function run() { await new Promise(() => {}); }`, "never settles"},
 			{`async function run() { const a = []; for (;;) a.push("y".repeat(4096)); }`, "out of memory"},
-			{`async function run() { return "z".repeat(2 * 1024 * 1024); }`, "over the limit of 1048576"},
+			{`async function run() { return "z".repeat(10 * 1024 * 1024); }`, "over the limit of 1048576"},
 			{`async function run() { const o = {}; o.self = o; return o; }`, "TypeError"},
 			{`async function run() { return require("child_process").execSync("id"); }`, "'require' is not defined"},
 			{`async function run() { return process.env; }`, "'process' is not defined"},

@@ -131,6 +131,11 @@ func (j *JavaScript) fields(run *Run) (json.RawMessage, error) {
 		f["activation"] = map[string]any{"activation_id": run.ID, "agent_id": run.AgentID, "app_id": run.AppID,
 			"context": raw(run.Context), "metadata": raw(run.Metadata)}
 	}
+	if run.AgentKey != "" {
+		// DESIGN hands the run's agk_ key to the agent's code, as to a
+		// webhook agent: what the code gives a service it calls out to.
+		f["agent_key"] = run.AgentKey
+	}
 	return json.Marshal(f)
 }
 
