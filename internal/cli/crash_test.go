@@ -75,9 +75,13 @@ func setupPlatformWith(t *testing.T, base string, agentConfig map[string]any) *p
 	var app struct {
 		AppID string `json:"app_id"`
 	}
+	agentType := "llm"
+	if agentConfig["runtime"] != nil {
+		agentType = "custom"
+	}
 	p.call("POST", "/api/v1/apps/import-manifest", p.key, map[string]any{
 		"name": "Crash", "slug": "crash", "version": "1.0.0",
-		"agents": []any{map[string]any{"name": "slow", "agent_type_id": "llm", "version": "1.0.0",
+		"agents": []any{map[string]any{"name": "slow", "agent_type_id": agentType, "version": "1.0.0",
 			"agent_config": agentConfig}},
 	}, &app)
 	var agents struct {
@@ -161,6 +165,28 @@ func (p *platform) awaitAllEnded(ids []string, within time.Duration) map[string]
 	}
 }
 
+// killMidway starts the server with env and an agent of agentConfig,
+// creates n activations, kills the server with SIGKILL once k have
+// completed, restarts it on the same data and returns every activation's
+// state once all have ended.
+func killMidway(t *testing.T, env []string, agentConfig map[string]any, n, k int) ([]string, map[string]activationState) {
+	first := startServe(t, env)
+	p := setupPlatformWith(t, first.URL, agentConfig)
+	ids := p.activate(n)
+	deadline := time.Now().Add(60 * time.Second)
+	for p.count("completed") < k {
+		require.True(t, time.Now().Before(deadline), "nothing completed before the kill")
+		time.Sleep(50 * time.Millisecond) //nolint:forbidigo // polling with a deadline
+	}
+	first.signal(syscall.SIGKILL)
+	first.wait(stopTimeout)
+
+	second := startServe(t, env)
+	t.Cleanup(second.stop)
+	p.base = second.URL
+	return ids, p.awaitAllEnded(ids, 2*time.Minute)
+}
+
 // TestKill9LosesNothing: 200 activations against a slow LLM, the server
 // killed with SIGKILL mid-way and restarted on the same data: within two
 // minutes every activation has ended, completed or failed with a reason;
@@ -171,20 +197,7 @@ func TestKill9LosesNothing(t *testing.T) {
 	slow.SetDelay(300 * time.Millisecond)
 	env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_WORKERS=8", "AP_RATE_LIMIT=1000000")
 
-	first := startServe(t, env)
-	p := setupPlatform(t, first.URL)
-	ids := p.activate(200)
-	deadline := time.Now().Add(60 * time.Second)
-	for p.count("completed") < 10 {
-		require.True(t, time.Now().Before(deadline), "nothing completed before the kill")
-		time.Sleep(50 * time.Millisecond) //nolint:forbidigo // polling with a deadline
-	}
-	first.signal(syscall.SIGKILL)
-	first.wait(stopTimeout)
-
-	second := startServe(t, env)
-	p.base = second.URL
-	states := p.awaitAllEnded(ids, 2*time.Minute)
+	ids, states := killMidway(t, env, map[string]any{"model": "gpt-test", "provider_id": "openai", "temperature": 0.2}, 200, 10)
 	completed := 0
 	for _, id := range ids {
 		st, ok := states[id]
@@ -200,7 +213,28 @@ func TestKill9LosesNothing(t *testing.T) {
 		}
 	}
 	require.Equal(t, 200, completed, "the killed worker's activations ran again (at-least-once), none failed")
-	second.stop()
+}
+
+// TestKill9LosesNoJavaScriptRun: custom agents share the lifecycle's
+// recovery. JavaScript runs waiting on a slow LLM through ctx.llm.complete
+// are killed with the server; after a restart every one has run again to
+// completion (a new run gets a new agent key), none is stuck or missing.
+func TestKill9LosesNoJavaScriptRun(t *testing.T) {
+	t.Parallel()
+	slow := llmtest.NewOpenAI(t)
+	slow.SetDelay(300 * time.Millisecond)
+	env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_WORKERS=8", "AP_RATE_LIMIT=1000000")
+
+	ids, states := killMidway(t, env, map[string]any{"runtime": "javascript", "code": `async function run(input, ctx) {
+		const r = await ctx.llm.complete({prompt: input.prompt, provider_id: "openai"});
+		await ctx.storage.set(input.prompt, r.text);
+		return {text: r.text};
+	}`}, 60, 5)
+	for _, id := range ids {
+		st, ok := states[id]
+		require.True(t, ok, "activation %s is missing", id)
+		require.Equal(t, "completed", st.Status, "activation %s: %v", id, st.Error)
+	}
 }
 
 // TestSIGTERMDuringLoadDrains: SIGTERM with activations queued and running:
