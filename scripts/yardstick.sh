@@ -4,7 +4,10 @@
 # judged: embedded SQLite (or AP_DATABASE_URL), default settings, an LLM agent
 # on the `openai` system provider pointed at the fake LLM.
 #
-#   scripts/yardstick.sh [-n 2000] [-c 64] [--limit] [--profile SECONDS]
+#   scripts/yardstick.sh [-n 2000] [-c 64] [--runtime llm|javascript] [--limit] [--profile SECONDS]
+#
+# --runtime javascript measures a JavaScript custom agent instead (it answers
+# from its input: no LLM call, so the driver's LLM requests per run read 0).
 #
 # --limit also measures the bare in-memory limit server in the same sitting
 # and prints the score; --profile writes a CPU profile of the platform taken
@@ -12,14 +15,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH=${BENCH:-../shared/bench}
-N=2000 C=64 LIMIT=0 PROFILE=0
+N=2000 C=64 LIMIT=0 PROFILE=0 RUNTIME=llm
 while [ $# -gt 0 ]; do
   case $1 in
     -n) N=$2; shift 2 ;;
     -c) C=$2; shift 2 ;;
+    --runtime) RUNTIME=$2; shift 2 ;;
     --limit) LIMIT=1; shift ;;
     --profile) PROFILE=$2; shift 2 ;;
-    *) echo "usage: $0 [-n N] [-c C] [--limit] [--profile SECONDS]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-n N] [-c C] [--runtime llm|javascript] [--limit] [--profile SECONDS]" >&2; exit 2 ;;
   esac
 done
 OUT=$(mktemp -d /tmp/yardstick.XXXXXX)
@@ -40,13 +44,13 @@ AP_DATA_DIR="$OUT/data" AP_ADDR=127.0.0.1:18081 AP_OPENAI_BASE_URL=http://127.0.
   AP_OPENAI_API_KEY=sk-bench AP_RATE_LIMIT=10000000 AP_DEBUG_ADDR=127.0.0.1:16060 \
   "$OUT/agentplatform" serve >"$OUT/server.log" 2>&1 & SERVER=$!; pids+=($SERVER)
 wait_up http://127.0.0.1:18081/readyz
-eval "$("$OUT/apbench" -base http://127.0.0.1:18081 -setup-only -provider openai -model gpt-4o-mini)"
+eval "$("$OUT/apbench" -base http://127.0.0.1:18081 -setup-only -provider openai -model gpt-4o-mini -runtime "$RUNTIME")"
 
 if [ "$PROFILE" != 0 ]; then
   (sleep 2; curl -s -o /tmp/yardstick.cpu.pprof "http://127.0.0.1:16060/debug/pprof/profile?seconds=$PROFILE") & pids+=($!)
   [ -n "${TRACE:-}" ] && { (sleep 3; curl -s -o /tmp/yardstick.trace "http://127.0.0.1:16060/debug/pprof/trace?seconds=1") & pids+=($!); }
 fi
-echo "== platform (SQLite unless AP_DATABASE_URL), n=$N c=$C" >&2
+echo "== platform (SQLite unless AP_DATABASE_URL), $RUNTIME agent, n=$N c=$C" >&2
 "$OUT/driver" -target agentplatform -base http://127.0.0.1:18081 -key "$KEY" -agent-id "$AGENT" -pid "$SERVER" \
   -n "$N" -c "$C" -warmup 50 -llm http://127.0.0.1:18080 | tee "$OUT/platform.txt"
 

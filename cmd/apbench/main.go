@@ -7,6 +7,13 @@
 //	apbench -setup -provider echo -n 2000 -c 64            # registers a bench user, imports a one-agent app
 //	apbench -key ak_… -agent <agent id> -n 2000 -c 64
 //
+// With -mode function it measures a trivial function's synchronous execute
+// over HTTP, and with -mode list a filtered, sorted page of a data model
+// with -records records (see modes.go); both set up their own user and app.
+//
+//	apbench -mode function -n 5000 -c 16
+//	apbench -mode list -records 10000 -n 2000 -c 16
+//
 // With -flood it measures password-hashing floods instead (see flood.go;
 // scripts/floods.sh runs every case against a fresh server).
 package main
@@ -32,9 +39,9 @@ import (
 )
 
 type options struct {
-	base, key, agent, provider, model, observe, runtime string
-	n, c, warmup                                        int
-	setup, setupOnly                                    bool
+	base, key, agent, provider, model, observe, runtime, mode string
+	n, c, warmup, records                                     int
+	setup, setupOnly                                          bool
 }
 
 func main() {
@@ -51,6 +58,8 @@ func main() {
 	flag.IntVar(&o.n, "n", 2000, "activations to measure")
 	flag.IntVar(&o.c, "c", 64, "activations in flight")
 	flag.IntVar(&o.warmup, "warmup", 50, "activations run first and not measured")
+	flag.StringVar(&o.mode, "mode", "activate", "what is measured: activate (an agent's activation to its end), function (a trivial function's execute) or list (a filtered, sorted page of -records records)")
+	flag.IntVar(&o.records, "records", 10000, "with -mode list: records of the listed model")
 	var f floodOptions
 	flag.StringVar(&f.kind, "flood", "", "instead of activations, send -n password requests at once: logins (unknown emails), burst (wrong passwords of one account) or register")
 	flag.StringVar(&f.from, "from", "127.0.0.1,127.0.0.3,127.0.0.4", "with -flood: local addresses the flood is sent from, in turn")
@@ -72,7 +81,18 @@ func main() {
 		}
 		return
 	}
-	if err := run(context.Background(), o); err != nil {
+	runMode := run
+	switch o.mode {
+	case "activate":
+	case "function":
+		runMode = runFunction
+	case "list":
+		runMode = runList
+	default:
+		fmt.Fprintln(os.Stderr, "apbench: -mode is activate, function or list")
+		os.Exit(2)
+	}
+	if err := runMode(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "apbench:", err)
 		os.Exit(1)
 	}
@@ -102,16 +122,29 @@ func run(ctx context.Context, o options) error {
 		}
 		defer w.close()
 	}
+	return measure(ctx, o, "activations", "submit->completion", func(ctx context.Context, _ int) (time.Duration, bool, error) {
+		return one(ctx, o, w)
+	})
+}
+
+// op is one measured operation, the i-th: its latency and whether it
+// succeeded; an error stops the load.
+type op func(ctx context.Context, i int) (time.Duration, bool, error)
+
+// measure runs o.warmup operations, then o.n measured ones, with o.c in
+// flight, and prints what was measured: what (activations, executions, …)
+// and the latency's span.
+func measure(ctx context.Context, o options, what, span string, f op) error {
 	if o.warmup > 0 {
-		if _, err := load(ctx, o, w, o.warmup, false); err != nil {
+		if _, err := load(ctx, o.c, o.warmup, false, f); err != nil {
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	res, err := load(ctx, o, w, o.n, true)
+	res, err := load(ctx, o.c, o.n, true, f)
 	if err != nil {
 		return err
 	}
-	res.print(o)
+	res.print(o, what, span)
 	return nil
 }
 
@@ -185,7 +218,7 @@ type result struct {
 	elapsed time.Duration
 }
 
-func (r *result) print(o options) {
+func (r *result) print(o options, what, span string) {
 	slices.Sort(r.lat)
 	q := func(p float64) time.Duration {
 		if len(r.lat) == 0 {
@@ -193,22 +226,27 @@ func (r *result) print(o options) {
 		}
 		return r.lat[min(len(r.lat)-1, int(p*float64(len(r.lat))))]
 	}
-	fmt.Printf("activations: %d in %.2fs, %d failed, c=%d, observed by %s\n", len(r.lat), r.elapsed.Seconds(), r.failed, o.c, o.observe)
-	fmt.Printf("throughput: %.0f activations/s\n", float64(len(r.lat))/r.elapsed.Seconds())
-	fmt.Printf("latency submit->completion: p50 %.2fms  p90 %.2fms  p99 %.2fms\n",
-		ms(q(0.50)), ms(q(0.90)), ms(q(0.99)))
+	observed := ""
+	if o.mode == "activate" {
+		observed = ", observed by " + o.observe
+	}
+	fmt.Printf("%s: %d in %.2fs, %d failed, c=%d%s\n", what, len(r.lat), r.elapsed.Seconds(), r.failed, o.c, observed)
+	fmt.Printf("throughput: %.0f %s/s\n", float64(len(r.lat))/r.elapsed.Seconds(), what)
+	fmt.Printf("latency %s: p50 %.2fms  p90 %.2fms  p99 %.2fms\n",
+		span, ms(q(0.50)), ms(q(0.90)), ms(q(0.99)))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// load runs n activations with o.c in flight and a progress line a second.
-func load(ctx context.Context, o options, w *watcher, n int, measured bool) (*result, error) {
+// load runs f n times with c in flight and, with progress, a progress line
+// a second on stderr.
+func load(ctx context.Context, c, n int, progress bool, f op) (*result, error) {
 	var next, finished, failed atomic.Int64
 	lat := make([]time.Duration, n)
 	var firstErr atomic.Value
 	start := time.Now()
 	stopProgress := make(chan struct{})
-	if measured {
+	if progress {
 		go func() {
 			t := time.NewTicker(time.Second)
 			defer t.Stop()
@@ -223,7 +261,7 @@ func load(ctx context.Context, o options, w *watcher, n int, measured bool) (*re
 		}()
 	}
 	var wg sync.WaitGroup
-	for range o.c {
+	for range c {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -232,7 +270,7 @@ func load(ctx context.Context, o options, w *watcher, n int, measured bool) (*re
 				if i >= int64(n) || firstErr.Load() != nil {
 					return
 				}
-				d, ok, err := one(ctx, o, w)
+				d, ok, err := f(ctx, int(i))
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
@@ -313,7 +351,7 @@ func callWith(ctx context.Context, client *http.Client, method, u, token string,
 	defer res.Body.Close()
 	data, _ := io.ReadAll(res.Body)
 	if res.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %d %s", method, u, res.StatusCode, data)
+		return &statusError{fmt.Sprintf("%s %s: %d %s", method, u, res.StatusCode, data)}
 	}
 	if out != nil {
 		return json.Unmarshal(data, out)
@@ -321,9 +359,46 @@ func callWith(ctx context.Context, client *http.Client, method, u, token string,
 	return nil
 }
 
+// statusError is an answer with a status of 300 or more.
+type statusError struct{ msg string }
+
+func (e *statusError) Error() string { return e.msg }
+
 // setup registers a fresh bench user, makes a write:all key and imports an
-// app with one LLM agent.
+// app with one agent (an LLM agent, or a JavaScript one with -runtime).
 func setup(ctx context.Context, o *options) error {
+	if err := account(ctx, o); err != nil {
+		return err
+	}
+	agent := map[string]any{"name": "bench", "agent_type_id": "llm", "version": "1.0.0",
+		"agent_config": map[string]any{"model": o.model, "provider_id": o.provider, "temperature": 0}}
+	if o.runtime == "javascript" {
+		agent["agent_type_id"] = "custom"
+		agent["agent_config"] = map[string]any{"runtime": "javascript",
+			"code": "async function run(input, ctx) { return { response: 'ok: ' + input.prompt }; }"}
+	}
+	appID, err := importApp(ctx, *o, []any{agent})
+	if err != nil {
+		return err
+	}
+	var agents struct {
+		Agents []struct {
+			ID string `json:"agent_id"`
+		} `json:"agents"`
+	}
+	if err := call(ctx, "GET", o.base+"/api/v1/apps/"+appID+"/agents", o.key, nil, &agents); err != nil {
+		return err
+	}
+	if len(agents.Agents) == 0 {
+		return errors.New("the imported app has no agent")
+	}
+	o.agent = agents.Agents[0].ID
+	return nil
+}
+
+// account registers a fresh bench user and sets o.key to a new write:all
+// key of theirs.
+func account(ctx context.Context, o *options) error {
 	email := "bench-" + uuid.NewString()[:8] + "@example.com"
 	if err := call(ctx, "POST", o.base+"/api/v1/auth/register", "", map[string]string{
 		"email": email, "password": "bench-password", "confirm_password": "bench-password"}, nil); err != nil {
@@ -342,34 +417,21 @@ func setup(ctx context.Context, o *options) error {
 		map[string]any{"name": "bench", "scopes": []string{"write:all"}}, &key); err != nil {
 		return err
 	}
-	agent := map[string]any{"name": "bench", "agent_type_id": "llm", "version": "1.0.0",
-		"agent_config": map[string]any{"model": o.model, "provider_id": o.provider, "temperature": 0}}
-	if o.runtime == "javascript" {
-		agent["agent_type_id"] = "custom"
-		agent["agent_config"] = map[string]any{"runtime": "javascript",
-			"code": "async function run(input, ctx) { return { response: 'ok: ' + input.prompt }; }"}
-	}
+	o.key = key.Key
+	return nil
+}
+
+// importApp imports an app with agents under o.key and returns its id.
+func importApp(ctx context.Context, o options, agents []any) (string, error) {
 	manifest := map[string]any{
 		"name": "Bench", "slug": "bench-" + uuid.NewString()[:8], "version": "1.0.0",
-		"agents": []any{agent},
+		"agents": agents,
 	}
 	var app struct {
 		AppID string `json:"app_id"`
 	}
-	if err := call(ctx, "POST", o.base+"/api/v1/apps/import-manifest", key.Key, manifest, &app); err != nil {
-		return err
+	if err := call(ctx, "POST", o.base+"/api/v1/apps/import-manifest", o.key, manifest, &app); err != nil {
+		return "", err
 	}
-	var agents struct {
-		Agents []struct {
-			ID string `json:"agent_id"`
-		} `json:"agents"`
-	}
-	if err := call(ctx, "GET", o.base+"/api/v1/apps/"+app.AppID+"/agents", key.Key, nil, &agents); err != nil {
-		return err
-	}
-	if len(agents.Agents) == 0 {
-		return errors.New("the imported app has no agent")
-	}
-	o.key, o.agent = key.Key, agents.Agents[0].ID
-	return nil
+	return app.AppID, nil
 }
