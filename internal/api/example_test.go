@@ -24,11 +24,11 @@ func (e *env) awaitRun(token, runID string) *resp {
 	}
 }
 
-// TestExampleEndToEnd is the README's walkthrough of
+// TestExampleCustomAgentFunctionPipeline is the README's walkthrough of
 // examples/support-desk.json over HTTP: the custom agent records a ticket
 // in the app's data and asks the LLM (echo) for its summary, the function
 // normalizes a ticket, and the pipeline runs the function into the agent.
-func TestExampleEndToEnd(t *testing.T) {
+func TestExampleCustomAgentFunctionPipeline(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		e := newEnv(t, d, nil)
