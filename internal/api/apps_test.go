@@ -157,8 +157,8 @@ func TestImportManifest(t *testing.T) {
 		r = e.do("GET", "/api/v1/apps/"+appID+"/models", nil, bearer(owner)).expect(t, 200)
 		models := list(r, "models")
 		require.Len(t, models, 1)
-		require.Equal(t, "ticket", models[0]["slug"])
-		require.Len(t, models[0]["fields"], 10)
+		require.Equal(t, "tickets", models[0]["slug"])
+		require.Len(t, models[0]["fields"], 12)
 		e.do("GET", "/api/v1/apps/"+appID+"/models", nil, bearer(other)).expectError(t, 404, "NotFoundError", "App not found")
 
 		// Same or lower version: 409. Nothing changes.

@@ -35,7 +35,7 @@ func TestAppDataRecords(t *testing.T) {
 		e := newEnv(t, d, nil)
 		tok := e.signup("data@example.com")
 		appID := e.importManifest(tok, exampleManifest(t)).expect(t, 201).str("app_id")
-		base := "/api/v1/data/" + appID + "/ticket"
+		base := "/api/v1/data/" + appID + "/tickets"
 		ticket := func(subject string, score float64, reopened int, priority string) map[string]any {
 			return map[string]any{"data": map[string]any{"subject": subject, "body": "b", "customer_email": "c@example.com",
 				"priority": priority, "sentiment_score": score, "reopen_count": reopened, "escalated": reopened > 1}}
@@ -81,7 +81,7 @@ func TestAppDataRecords(t *testing.T) {
 		r = e.do("GET", base+"?"+url.Values{"filter[priority]": {"high"}, "filter[reopen_count]": {"2"}}.Encode(), nil, bearer(tok)).expect(t, 200)
 		require.Equal(t, []any{"t2"}, field(r, "subject"))
 		e.do("GET", base+"?filter[colour]=red", nil, bearer(tok)).expectError(t, 400, "ValidationError",
-			`Invalid value for field filter[colour]: "colour" is not a field of model ticket`)
+			`Invalid value for field filter[colour]: "colour" is not a field of model tickets`)
 		e.do("GET", base+"?filter[reopen_count]=many", nil, bearer(tok)).expectError(t, 400, "ValidationError",
 			"Invalid value for field filter[reopen_count]: expected a number")
 		e.do("GET", base+"?sort=colour", nil, bearer(tok)).expect(t, 400)
@@ -107,9 +107,9 @@ func TestAppDataRecords(t *testing.T) {
 
 		// The explorer's paths answer the same.
 		require.Equal(t, itemIDs(e.do("GET", base+"?sort=subject", nil, bearer(tok)).expect(t, 200)),
-			itemIDs(e.do("GET", "/api/apps/"+appID+"/ticket?sort=subject", nil, bearer(tok)).expect(t, 200)))
-		fields := list(e.do("GET", "/api/apps/"+appID+"/ticket/fields", nil, bearer(tok)).expect(t, 200), "fields")
-		require.Len(t, fields, 10)
+			itemIDs(e.do("GET", "/api/apps/"+appID+"/tickets?sort=subject", nil, bearer(tok)).expect(t, 200)))
+		fields := list(e.do("GET", "/api/apps/"+appID+"/tickets/fields", nil, bearer(tok)).expect(t, 200), "fields")
+		require.Len(t, fields, 12)
 		require.Equal(t, "subject", fields[0]["name"])
 		m1 := e.do("GET", "/api/apps/"+appID+"/models", nil, bearer(tok)).expect(t, 200).JSON["models"]
 		require.Equal(t, m1, e.do("GET", "/api/v1/data/"+appID+"/models", nil, bearer(tok)).expect(t, 200).JSON["models"])
@@ -160,18 +160,18 @@ func TestAppDataIsolation(t *testing.T) {
 		e := newEnv(t, d, nil)
 		owner, other := e.signup("owner@example.com"), e.signup("intruder@example.com")
 		appID := e.importManifest(owner, exampleManifest(t)).expect(t, 201).str("app_id")
-		rec := e.do("POST", "/api/v1/data/"+appID+"/ticket", map[string]any{"data": map[string]any{"subject": "s", "body": "b",
+		rec := e.do("POST", "/api/v1/data/"+appID+"/tickets", map[string]any{"data": map[string]any{"subject": "s", "body": "b",
 			"customer_email": "c", "priority": "low"}}, bearer(owner)).expect(t, 201).str("item_id")
 		otherApp := e.newApp(owner, "second")
 		bound, _ := e.key(owner, map[string]any{"name": "bound", "scopes": []string{"app:access"}, "app_id": otherApp})
 		for _, tok := range []string{other, bound} {
-			for _, p := range []string{"/api/v1/data/" + appID + "/models", "/api/v1/data/" + appID + "/ticket", "/api/v1/data/" + appID + "/ticket/" + rec,
-				"/api/apps/" + appID + "/models", "/api/apps/" + appID + "/ticket", "/api/apps/" + appID + "/ticket/fields"} {
+			for _, p := range []string{"/api/v1/data/" + appID + "/models", "/api/v1/data/" + appID + "/tickets", "/api/v1/data/" + appID + "/tickets/" + rec,
+				"/api/apps/" + appID + "/models", "/api/apps/" + appID + "/tickets", "/api/apps/" + appID + "/tickets/fields"} {
 				e.do("GET", p, nil, bearer(tok)).expect(t, 404)
 			}
-			e.do("DELETE", "/api/v1/data/"+appID+"/ticket/"+rec, nil, bearer(tok)).expect(t, 404)
+			e.do("DELETE", "/api/v1/data/"+appID+"/tickets/"+rec, nil, bearer(tok)).expect(t, 404)
 		}
-		require.Equal(t, 1.0, e.do("GET", "/api/v1/data/"+appID+"/ticket", nil, bearer(owner)).expect(t, 200).JSON["total_count"])
+		require.Equal(t, 1.0, e.do("GET", "/api/v1/data/"+appID+"/tickets", nil, bearer(owner)).expect(t, 200).JSON["total_count"])
 	})
 }
 

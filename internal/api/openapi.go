@@ -85,6 +85,7 @@ var extraErrors = map[string]map[int]string{
 	"update-function":        {http.StatusConflict: "The app already has a function of this name."},
 	"create-pipeline":        {http.StatusConflict: "The app already has a pipeline of this name.", http.StatusNotFound: "`app_id` names no app of yours."},
 	"update-pipeline":        {http.StatusConflict: "The app already has a pipeline of this name."},
+	"list-pipeline-runs":     {http.StatusNotFound: "`pipeline_id` names no pipeline of yours."},
 }
 
 const activateConflict = "The app or agent is disabled, or the Idempotency-Key was used with a different body or is still being processed."

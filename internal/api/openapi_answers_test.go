@@ -252,6 +252,67 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		require.Equal(t, "retrying", dl["state"])
 		require.NotEmpty(t, dl["next_attempt_at"])
 
+		// The example's custom agent: it writes a ticket record, calls the
+		// LLM and logs; its output is the agent's own JSON.
+		var router string
+		for _, a := range agents {
+			if a["name"] == "escalation-router" {
+				router = a["agent_id"].(string)
+			}
+		}
+		routed := c.call(201, "POST", "/api/v1/agents/{agent_id}/activate", one(router), map[string]any{"input_data": map[string]any{
+			"subject": "Refund", "body": "Charged twice", "customer_email": "c@example.com"}}, as, header("Prefer", "wait=20"))
+		require.Equal(t, "completed", routed.str("status"))
+		routedID := routed.str("activation_id")
+		c.call(200, "GET", "/api/v1/activations/{activation_id}", one(routedID), nil, as)
+		require.NotEmpty(t, list(c.call(200, "GET", "/api/v1/activations/{activation_id}/logs", one(routedID), nil, as), "logs"))
+		c.call(404, "GET", "/api/v1/activations/{activation_id}/logs", one(routedID), nil, bearer(other))
+		ticket := list(c.call(200, "GET", "/api/v1/data/{app_id}/{slug}", one(app, "tickets"), nil, as), "items")[0]["item_id"].(string)
+		c.call(200, "GET", "/api/v1/data/{app_id}/{slug}/{item_id}", one(app, "tickets", ticket), nil, as)
+		c.call(200, "GET", "/api/apps/{appId}/{modelSlug}", one(app, "tickets"), nil, as)
+		c.call(200, "GET", "/api/apps/{appId}/{modelSlug}/fields", one(app, "tickets"), nil, as)
+		c.call(400, "GET", "/api/v1/data/{app_id}/{slug}?filter[colour]=red", one(app, "tickets"), nil, as)
+		c.call(404, "GET", "/api/v1/data/{app_id}/{slug}", one(app, "nothing"), nil, as)
+		// A custom agent may answer any JSON, or nothing (null), or throw.
+		for i, code := range []string{`async function run() { return "just text"; }`, `async function run() {}`,
+			`async function run() { throw new Error("no"); }`} {
+			custom := c.call(201, "POST", "/api/v1/apps/{app_id}/agents", one(app), map[string]any{"name": "custom-" + strconv.Itoa(i),
+				"agent_type_id": "custom", "agent_config": map[string]any{"runtime": "javascript", "code": code}}, as).str("agent_id")
+			c.call(201, "POST", "/api/v1/apps/{app_id}/agents/{agent_id}/activate", one(app, custom), map[string]any{"input_data": map[string]any{}},
+				as, header("Prefer", "wait=20"))
+		}
+
+		// Pipelines: the example's (function into the custom agent), one
+		// made here, runs that complete and fail.
+		pipes := list(c.call(200, "GET", "/api/v1/pipelines", none, nil, as), "pipelines")
+		intake := pipes[0]["pipeline_id"].(string)
+		c.call(200, "GET", "/api/v1/pipelines?app_id="+app, none, nil, as)
+		c.call(200, "GET", "/api/v1/pipelines/{pipeline_id}", one(intake), nil, as)
+		c.call(404, "GET", "/api/v1/pipelines/{pipeline_id}", one(intake), nil, bearer(other))
+		run := c.call(201, "POST", "/api/v1/pipelines/{pipeline_id}/run", one(intake), map[string]any{"input": map[string]any{
+			"subject": " App crashes ", "body": "Error 500", "customer_email": "d@example.com", "priority": "urgent"}}, as).str("run_id")
+		broken := c.call(201, "POST", "/api/v1/pipelines", none, map[string]any{"app_id": app, "name": "broken", "steps": []any{
+			map[string]any{"id": "bad", "type": "function", "ref": "normalize-ticket", "input": map[string]any{"subject": "{{input.subject}}"}},
+			map[string]any{"id": "never", "type": "agent", "ref": "triage", "input": map[string]any{"prompt": "{{steps.bad.output.subject}}"}}}}, as).str("pipeline_id")
+		c.call(409, "POST", "/api/v1/pipelines", none, map[string]any{"app_id": app, "name": "broken", "steps": []any{
+			map[string]any{"id": "a", "type": "agent", "ref": "triage"}}}, as)
+		c.call(400, "POST", "/api/v1/pipelines", none, map[string]any{"app_id": app, "name": "empty", "steps": []any{}}, as)
+		c.call(200, "PATCH", "/api/v1/pipelines/{pipeline_id}", one(broken), map[string]any{"description": "fails at its first step"}, as)
+		failedRun := c.call(201, "POST", "/api/v1/pipelines/{pipeline_id}/run", one(broken), map[string]any{"input": map[string]any{"subject": "s"}}, as).str("run_id")
+		c.call(400, "POST", "/api/v1/pipelines/{pipeline_id}/run", one(broken), []byte(`{"input": `), as)
+		for _, id := range []string{run, failedRun} {
+			e.awaitRun(admin, id)
+			c.call(200, "GET", "/api/v1/pipelines/runs/{run_id}", one(id), nil, as)
+		}
+		require.Equal(t, "completed", c.call(200, "GET", "/api/v1/pipelines/runs/{run_id}", one(run), nil, as).str("status"))
+		failed := c.call(200, "GET", "/api/v1/pipelines/runs/{run_id}", one(failedRun), nil, as)
+		require.Equal(t, "failed", failed.str("status"))
+		require.Equal(t, "skipped", list(failed, "steps")[1]["status"])
+		c.call(404, "GET", "/api/v1/pipelines/runs/{run_id}", one(run), nil, bearer(other))
+		c.call(200, "GET", "/api/v1/pipelines/runs?pipeline_id="+intake, none, nil, as)
+		c.call(404, "GET", "/api/v1/pipelines/runs?pipeline_id="+intake, none, nil, bearer(other))
+		c.call(400, "GET", "/api/v1/pipelines/runs", none, nil, as)
+
 		// Oversized headers, on any route.
 		c.call(431, "GET", "/api/v1/users/me", none, nil, as, header("X-Pad", strings.Repeat("a", 65<<10)))
 		c.call(200, "GET", "/api/v1/activations", none, nil, as)
@@ -263,16 +324,15 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		ws := c.oapi.Paths["/api/v1/ws"].Get.Responses["101"].Content["application/json"].Schema
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		completed := 0
-		for completed < len(ids) {
+		seen := map[string]int{}
+		for seen["activation_completed"] < len(ids) || seen["activation_failed"] == 0 || seen["pipeline_run_started"] < 2 ||
+			seen["pipeline_run_completed"] == 0 || seen["pipeline_run_failed"] == 0 {
 			_, data, err := socket.Read(ctx)
-			require.NoError(t, err)
+			require.NoError(t, err, "events seen: %v", seen)
 			var msg map[string]any
 			require.NoError(t, json.Unmarshal(data, &msg))
 			c.valid(ws, msg, "WebSocket event")
-			if msg["type"] == "activation_completed" {
-				completed++
-			}
+			seen[msg["type"].(string)]++
 		}
 		for _, send := range []string{`{"type":"subscribe","app_id":"` + app + `"}`, `nope`} {
 			require.NoError(t, socket.Write(ctx, websocket.MessageText, []byte(send)))

@@ -10,6 +10,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/agentplatform/agentplatform/internal/apps"
+	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/llm"
 )
 
@@ -79,16 +80,17 @@ func anyJSON(registry huma.Registry) *huma.Schema {
 // component name → property → schema. A field someone removed is skipped.
 func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 	ref := func(t reflect.Type) *huma.Schema { return registry.Schema(t, true, "") }
+	// An LLM agent's output has its shape; a custom agent's is whatever
+	// its run() returned (any JSON, null for undefined).
 	outputData := func(nullable bool) *huma.Schema {
-		custom := "What a custom agent returned"
+		desc := "An LLM agent's output (LLMOutput), or what a custom agent returned: any JSON value, null when it returned nothing"
 		if nullable {
-			custom += "; null until completed"
+			desc += "; null until completed"
 		}
-		return &huma.Schema{AnyOf: []*huma.Schema{
-			ref(reflect.TypeFor[LLMOutput]()),
-			{Type: huma.TypeObject, Nullable: nullable, AdditionalProperties: true, Description: custom},
-		}}
+		return &huma.Schema{Description: desc, AnyOf: []*huma.Schema{ref(reflect.TypeFor[LLMOutput]()), anyJSON(registry), {Type: "null"}}}
 	}
+	executionStatus := &huma.Schema{Type: huma.TypeString, Enum: []any{function.StatusCompleted, function.StatusFailed},
+		Description: "Executions run to their end before the answer: completed, or failed with error"}
 	return map[string]map[string]*huma.Schema{
 		"Activation": {
 			"input_data":  anyObject("The agent's input as sent, e.g. {\"prompt\": \"…\"}"),
@@ -102,19 +104,20 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 			// webhook secret.
 			"agent_config": ref(reflect.TypeFor[apps.AgentConfig]()),
 		},
-		"SavedAgent":     {"agent_config": ref(reflect.TypeFor[apps.AgentConfig]())},
-		"FunctionSpec":   {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
-		"Step":           {"input": anyJSON(registry)},
-		"Authenticator":  {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
-		"DataRecord":     {"data": anyObject("The record's fields, as the model's field types say")},
-		"Function":       {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
-		"FunctionCreate": {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
-		"FunctionPatch":  {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
-		"ExecuteInput":   {"input": anyJSON(registry)},
-		"RunInput":       {"input": anyJSON(registry)},
-		"Run":            {"input": anyJSON(registry), "output": anyJSONOrNull(registry, "The last step's output once the run completed, else null")},
-		"StepState":      {"output": anyJSONOrNull(registry, "The step's output once it completed, else null")},
-		"Execution":      {"output": anyJSONOrNull(registry, "What run() returned; null when the execution failed")},
+		"SavedAgent":                {"agent_config": ref(reflect.TypeFor[apps.AgentConfig]())},
+		"FunctionSpec":              {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
+		"Step":                      {"input": anyJSON(registry)},
+		"Authenticator":             {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
+		"DataRecord":                {"data": anyObject("The record's fields, as the model's field types say")},
+		"Function":                  {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
+		"FunctionCreate":            {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
+		"FunctionPatch":             {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
+		"ExecuteInput":              {"input": anyJSON(registry)},
+		"RunInput":                  {"input": anyJSON(registry)},
+		"Run":                       {"input": anyJSON(registry), "output": anyJSONOrNull(registry, "The last step's output once the run completed, else null")},
+		"StepState":                 {"output": anyJSONOrNull(registry, "The step's output once it completed, else null")},
+		"Execution":                 {"output": anyJSONOrNull(registry, "What run() returned; null when the execution failed"), "status": executionStatus},
+		"PipelineRunCompletedEvent": {"output_data": anyJSONOrNull(registry, "The run's output: its last step's")},
 	}
 }
 
@@ -281,6 +284,38 @@ type ActivationFailedEvent struct {
 	EventFields
 }
 
+// PipelineRunFields are common to every pipeline run event.
+type PipelineRunFields struct {
+	Seq        int64        `json:"seq" doc:"Per-user increasing number, shared with activation events"`
+	RunID      string       `json:"run_id" format:"uuid"`
+	PipelineID string       `json:"pipeline_id" format:"uuid"`
+	Context    EventContext `json:"context"`
+	Timestamp  time.Time    `json:"timestamp"`
+}
+
+// PipelineRunStartedEvent announces that a run's first step started.
+type PipelineRunStartedEvent struct {
+	Type   string `json:"type" enum:"pipeline_run_started"`
+	Status string `json:"status" enum:"running"`
+	PipelineRunFields
+}
+
+// PipelineRunCompletedEvent carries a run's output.
+type PipelineRunCompletedEvent struct {
+	Type       string          `json:"type" enum:"pipeline_run_completed"`
+	Status     string          `json:"status" enum:"completed"`
+	OutputData json.RawMessage `json:"output_data"`
+	PipelineRunFields
+}
+
+// PipelineRunFailedEvent carries the failed step's reason.
+type PipelineRunFailedEvent struct {
+	Type   string `json:"type" enum:"pipeline_run_failed"`
+	Status string `json:"status" enum:"failed"`
+	Error  string `json:"error" doc:"Step <id> failed: <the step's error>"`
+	PipelineRunFields
+}
+
 // SubscribedMessage answers a subscribe message with the filter in effect.
 type SubscribedMessage struct {
 	Type         string `json:"type" enum:"subscribed"`
@@ -301,16 +336,19 @@ func webSocketMessage(registry huma.Registry) *huma.Schema {
 	const name = "WebSocketMessage"
 	if registry.Map()[name] == nil {
 		union := &huma.Schema{
-			Description:   "One text message: an activation event, or the answer to a client's message; `type` tells which.",
+			Description:   "One text message: an activation or pipeline run event, or the answer to a client's message; `type` tells which.",
 			Discriminator: &huma.Discriminator{PropertyName: "type", Mapping: map[string]string{}},
 		}
 		for typ, t := range map[string]reflect.Type{
-			"activation_created":   reflect.TypeFor[ActivationCreatedEvent](),
-			"activation_started":   reflect.TypeFor[ActivationStartedEvent](),
-			"activation_completed": reflect.TypeFor[ActivationCompletedEvent](),
-			"activation_failed":    reflect.TypeFor[ActivationFailedEvent](),
-			"subscribed":           reflect.TypeFor[SubscribedMessage](),
-			"error":                reflect.TypeFor[ErrorMessage](),
+			"activation_created":     reflect.TypeFor[ActivationCreatedEvent](),
+			"activation_started":     reflect.TypeFor[ActivationStartedEvent](),
+			"activation_completed":   reflect.TypeFor[ActivationCompletedEvent](),
+			"activation_failed":      reflect.TypeFor[ActivationFailedEvent](),
+			"pipeline_run_started":   reflect.TypeFor[PipelineRunStartedEvent](),
+			"pipeline_run_completed": reflect.TypeFor[PipelineRunCompletedEvent](),
+			"pipeline_run_failed":    reflect.TypeFor[PipelineRunFailedEvent](),
+			"subscribed":             reflect.TypeFor[SubscribedMessage](),
+			"error":                  reflect.TypeFor[ErrorMessage](),
 		} {
 			ref := registry.Schema(t, true, "")
 			union.OneOf = append(union.OneOf, ref)

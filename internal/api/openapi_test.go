@@ -257,6 +257,12 @@ func TestOpenAPIIsExact(t *testing.T) {
 	require.ElementsMatch(t, []string{"llm", "custom"}, strs(prop(t, doc.schema(t, "Agent"), "agent_type_id")["enum"]))
 	require.ElementsMatch(t, []string{"activation_completed", "activation_failed"}, strs(prop(t, doc.schema(t, "WebhookDelivery"), "event_type")["enum"]))
 	require.NotEmpty(t, prop(t, doc.schema(t, "Job"), "state")["enum"])
+	require.ElementsMatch(t, []string{"completed", "failed"}, strs(prop(t, doc.schema(t, "Execution"), "status")["enum"]))
+	require.ElementsMatch(t, statusEnum, strs(prop(t, doc.schema(t, "Run"), "status")["enum"]))
+	require.ElementsMatch(t, append(statusEnum, "skipped"), strs(prop(t, doc.schema(t, "StepState"), "status")["enum"]))
+	require.ElementsMatch(t, []string{"agent", "function"}, strs(prop(t, doc.schema(t, "Step"), "type")["enum"]))
+	require.ElementsMatch(t, []string{"debug", "info", "warn", "error"}, strs(prop(t, doc.schema(t, "LogLine"), "level")["enum"]))
+	require.Contains(t, doc.op(t, "list-pipeline-runs").Responses, "404", "another user's pipeline_id")
 	require.Equal(t, []any{"bearer"}, prop(t, doc.schema(t, "LoginResult"), "token_type")["enum"])
 
 	// The event union: one schema per type, told apart by type.
@@ -272,6 +278,15 @@ func TestOpenAPIIsExact(t *testing.T) {
 		require.Equal(t, []any{status}, prop(t, ev, "status")["enum"])
 		require.Subset(t, strs(ev["required"]), []string{"type", "seq", "activation_id", "agent_id", "status", "context", "timestamp"}, name)
 	}
+	for typ, status := range map[string]string{"pipeline_run_started": "running", "pipeline_run_completed": "completed", "pipeline_run_failed": "failed"} {
+		name := strings.TrimPrefix(mapping[typ].(string), "#/components/schemas/")
+		ev := doc.schema(t, name)
+		require.Equal(t, []any{typ}, prop(t, ev, "type")["enum"])
+		require.Equal(t, []any{status}, prop(t, ev, "status")["enum"])
+		require.Subset(t, strs(ev["required"]), []string{"type", "seq", "run_id", "pipeline_id", "status", "context", "timestamp"}, name)
+	}
+	require.Contains(t, strs(doc.schema(t, "PipelineRunCompletedEvent")["required"]), "output_data")
+	require.Contains(t, strs(doc.schema(t, "PipelineRunFailedEvent")["required"]), "error")
 	require.Contains(t, strs(doc.schema(t, "ActivationCompletedEvent")["required"]), "output_data")
 	require.Contains(t, strs(doc.schema(t, "ActivationFailedEvent")["required"]), "error")
 
@@ -281,7 +296,8 @@ func TestOpenAPIIsExact(t *testing.T) {
 	require.Subset(t, strs(doc.schema(t, "CreateAPIKeyInputBody")["required"]), []string{"name", "scopes"})
 	require.ElementsMatch(t, []string{"name", "provider_type"}, strs(doc.schema(t, "NewLLMProviderBody")["required"]))
 	require.Empty(t, doc.schema(t, "LlmProviderBody")["required"], "a patch needs nothing")
-	for _, name := range []string{"Activation", "App", "User", "ErrorBody", "LoginResult", "LLMOutput", "APIKey", "LLMProvider"} {
+	for _, name := range []string{"Activation", "App", "User", "ErrorBody", "LoginResult", "LLMOutput", "APIKey", "LLMProvider",
+		"Function", "Execution", "Pipeline", "Run", "AppModel", "DataRecord", "LogLine", "ActivationLogsOutputBody"} {
 		s := doc.schema(t, name)
 		var all []string
 		for p := range s["properties"].(map[string]any) {
