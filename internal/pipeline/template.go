@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -27,6 +28,11 @@ func Render(tmpl json.RawMessage, scope map[string]any) (json.RawMessage, error)
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("the step's input is not JSON: %w", err)
+	}
+	// Decode stops after the first value; what follows would be dropped
+	// silently, so a template is one value or an error.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("the step's input is not JSON: data after its value")
 	}
 	out, err := render(v, scope)
 	if err != nil {

@@ -88,6 +88,8 @@ func TestRenderErrors(t *testing.T) {
 		{"deep in an array", `[{"a":["ok","{{input.gone}}"]}]`, "input.gone not found"},
 		{"the second placeholder", `{"t":"{{input.text}} {{input.gone}}"}`, "input.gone not found"},
 		{"not JSON", `{"t":`, "not JSON"},
+		{"data after the value", `{"t":1} {"u":2}`, "not JSON"},
+		{"a second value", `"{{input.text}}" "{{input.gone}}"`, "not JSON"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Render(json.RawMessage(tc.tmpl), testScope())
