@@ -555,3 +555,24 @@ func TestPipelineAgentStepRedelivered(t *testing.T) {
 		require.Len(t, arrived, 0, "the held agent ran once")
 	})
 }
+
+// TestPipelineManifestTemplates: a manifest's pipelines obey the same
+// template rules as those made over the API: no step can read a later
+// step's output, which no run has yet.
+func TestPipelineManifestTemplates(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		tok := e.signup("manifest@example.com")
+		m := exampleManifest(t)
+		m["slug"] = "later-step"
+		p := m["pipelines"].([]any)[0].(map[string]any)
+		steps := p["steps"].([]any)
+		steps[0].(map[string]any)["input"] = map[string]any{"subject": "{{steps.triage.output.response}}"}
+		e.importManifest(tok, m).expectError(t, 400, "ValidationError", "pipelines[0].steps[0].input")
+		steps[0].(map[string]any)["input"] = map[string]any{"subject": "{{secrets.key}}"}
+		e.importManifest(tok, m).expectError(t, 400, "ValidationError", "pipelines[0].steps[0].input")
+		e.do("GET", "/api/v1/apps", nil, bearer(tok)).expect(t, 200)
+		require.Empty(t, list(e.do("GET", "/api/v1/pipelines", nil, bearer(tok)).expect(t, 200), "pipelines"), "nothing imported")
+	})
+}

@@ -100,23 +100,6 @@ func TestRenderErrors(t *testing.T) {
 	}
 }
 
-func TestCheckReferences(t *testing.T) {
-	t.Parallel()
-	before := map[string]bool{"a": true}
-	for tmpl, ok := range map[string]bool{
-		`{"x":"{{input.x}}","y":"{{steps.a.output.y}}","z":"{{steps.a.output}}"}`: true,
-		`{"x":"{{steps.b.output.y}}"}`:                                            false,
-		`{"x":"{{steps.a.y}}"}`:                                                   false,
-		`{"x":"{{steps.a}}"}`:                                                     false,
-		`{"x":"{{env.HOME}}"}`:                                                    false,
-		`{"x":"{{ input }}"}`:                                                     true,
-	} {
-		if err := checkReferences(json.RawMessage(tmpl), before); (err == nil) != ok {
-			t.Errorf("%s: %v", tmpl, err)
-		}
-	}
-}
-
 // FuzzRender: no template panics Render; what it answers is JSON; a JSON
 // template without placeholders renders to the same value.
 func FuzzRender(f *testing.F) {
