@@ -450,10 +450,15 @@ func decodePipeline(d *decoder, o *object, refs map[string]map[string]bool) Pipe
 		if s.ID != "" && ids[s.ID] {
 			d.invalid(so.at("id"), "duplicate step id %q", s.ID)
 		}
-		ids[s.ID] = true
 		if s.Ref != "" && refs[s.Type] != nil && !refs[s.Type][s.Ref] {
 			d.invalid(so.at("ref"), "no %s named %q in this manifest", s.Type, s.Ref)
 		}
+		// Checked here, not only by the pipelines API, so that a manifest
+		// cannot install a pipeline whose runs all fail at that step.
+		if err := CheckReferences(s.Input, ids); err != nil {
+			d.invalid(so.at("input"), "%s", err.Error())
+		}
+		ids[s.ID] = true
 		p.Steps = append(p.Steps, s)
 	}
 	return p

@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -144,19 +143,7 @@ func (s *Service) decode(ctx context.Context, appID string, body map[string]any)
 	for _, f := range fns {
 		refs["function"][f.Name] = true
 	}
-	spec, err := apps.DecodePipeline(body, refs)
-	if err != nil {
-		return nil, err
-	}
-	before := map[string]bool{}
-	for i, st := range spec.Steps {
-		if err := checkReferences(st.Input, before); err != nil {
-			path := fmt.Sprintf("steps[%d].input", i)
-			return nil, apperr.Invalid(path, "Invalid value for field "+path+": "+err.Error())
-		}
-		before[st.ID] = true
-	}
-	return spec, nil
+	return apps.DecodePipeline(body, refs)
 }
 
 // Create makes a pipeline in the caller's app body["app_id"].

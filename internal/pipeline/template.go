@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
+	"io"
 	"strconv"
 	"strings"
+
+	"github.com/agentplatform/agentplatform/internal/apps"
 )
 
-// placeholder is {{input.x}} or {{steps.ID.output.y}}: a dotted path,
-// spaces allowed around it.
-var placeholder = regexp.MustCompile(`\{\{\s*([^{}\s]+)\s*\}\}`)
+var placeholder = apps.Placeholder
 
 // Render replaces the placeholders of a step's input template: a string
 // that is exactly one placeholder becomes the value it names (an object, a
@@ -27,6 +27,11 @@ func Render(tmpl json.RawMessage, scope map[string]any) (json.RawMessage, error)
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("the step's input is not JSON: %w", err)
+	}
+	// Decode stops after the first value; what follows would be dropped
+	// silently, so a template is one value or an error.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("the step's input is not JSON: data after its value")
 	}
 	out, err := render(v, scope)
 	if err != nil {
@@ -111,32 +116,4 @@ func lookup(path string, scope map[string]any) (any, error) {
 		}
 	}
 	return cur, nil
-}
-
-// references lists the placeholders' paths in a template.
-func references(tmpl json.RawMessage) []string {
-	var out []string
-	for _, m := range placeholder.FindAllSubmatch(tmpl, -1) {
-		out = append(out, string(m[1]))
-	}
-	return out
-}
-
-// checkReferences refuses a template that names something no run can
-// have: a root other than input and steps, an unknown step, or a step
-// that does not come before (earlier are the ids in before).
-func checkReferences(tmpl json.RawMessage, before map[string]bool) error {
-	for _, path := range references(tmpl) {
-		parts := strings.Split(path, ".")
-		switch {
-		case parts[0] == "input":
-		case parts[0] == "steps" && len(parts) >= 3 && parts[2] == "output":
-			if !before[parts[1]] {
-				return fmt.Errorf("{{%s}} names step %q, which does not run before this one", path, parts[1])
-			}
-		default:
-			return fmt.Errorf("{{%s}}: a placeholder is {{input.…}} or {{steps.ID.output.…}}", path)
-		}
-	}
-	return nil
 }
