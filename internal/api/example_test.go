@@ -2,27 +2,12 @@ package api_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
-
-// awaitRun polls a pipeline run until it ends (or fails the test).
-func (e *env) awaitRun(token, runID string) *resp {
-	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		r := e.do("GET", "/api/v1/pipelines/runs/"+runID, nil, bearer(token)).expect(e.t, 200)
-		if st := r.str("status"); st == "completed" || st == "failed" {
-			return r
-		}
-		require.True(e.t, time.Now().Before(deadline), "run %s did not end: %s", runID, r.Body)
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // TestExampleCustomAgentFunctionPipeline is the README's walkthrough of
 // examples/support-desk.json over HTTP: the custom agent records a ticket
