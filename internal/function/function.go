@@ -64,29 +64,16 @@ var errFunctionNotFound = apperr.NotFoundf("Function not found")
 
 // Get returns the caller's function id.
 func (s *Service) Get(ctx context.Context, c *auth.Caller, id string) (*store.Function, error) {
-	if uuid.Validate(id) != nil {
-		return nil, errFunctionNotFound
-	}
-	f, err := s.store.FunctionGet(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, errFunctionNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := s.auth.Reach(ctx, c, auth.Resource{Type: "function", ID: f.ID, OwnerID: f.UserID, AppID: f.AppID}, "function.read", errFunctionNotFound); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return auth.Find(ctx, s.auth, c, id, s.store.FunctionGet, func(f *store.Function) auth.Resource {
+		return auth.Resource{Type: "function", ID: f.ID, OwnerID: f.UserID, AppID: f.AppID}
+	}, "function.read", errFunctionNotFound)
 }
 
 // List returns a page of the caller's functions (of app appID when set).
 func (s *Service) List(ctx context.Context, c *auth.Caller, appID string, limit, offset int) ([]store.Function, int, error) {
-	if c.AppID != "" {
-		if appID != "" && appID != c.AppID {
-			return []store.Function{}, 0, nil
-		}
-		appID = c.AppID
+	appID, ok := c.ListApp(appID)
+	if !ok {
+		return []store.Function{}, 0, nil
 	}
 	return s.store.FunctionListByUser(ctx, c.UserID, appID, limit, offset)
 }

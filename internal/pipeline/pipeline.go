@@ -97,29 +97,16 @@ var (
 
 // Get returns the caller's pipeline id.
 func (s *Service) Get(ctx context.Context, c *auth.Caller, id string) (*store.Pipeline, error) {
-	if uuid.Validate(id) != nil {
-		return nil, errPipelineNotFound
-	}
-	p, err := s.store.PipelineGet(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, errPipelineNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := s.auth.Reach(ctx, c, auth.Resource{Type: "pipeline", ID: p.ID, OwnerID: p.UserID, AppID: p.AppID}, "pipeline.read", errPipelineNotFound); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return auth.Find(ctx, s.auth, c, id, s.store.PipelineGet, func(p *store.Pipeline) auth.Resource {
+		return auth.Resource{Type: "pipeline", ID: p.ID, OwnerID: p.UserID, AppID: p.AppID}
+	}, "pipeline.read", errPipelineNotFound)
 }
 
 // List returns a page of the caller's pipelines (of app appID when set).
 func (s *Service) List(ctx context.Context, c *auth.Caller, appID string, limit, offset int) ([]store.Pipeline, int, error) {
-	if c.AppID != "" {
-		if appID != "" && appID != c.AppID {
-			return []store.Pipeline{}, 0, nil
-		}
-		appID = c.AppID
+	appID, ok := c.ListApp(appID)
+	if !ok {
+		return []store.Pipeline{}, 0, nil
 	}
 	return s.store.PipelineListByUser(ctx, c.UserID, appID, limit, offset)
 }
@@ -304,17 +291,10 @@ func (s *Service) enqueue(ctx context.Context, tx *store.Store, runID string, st
 
 // GetRun returns the caller's run id.
 func (s *Service) GetRun(ctx context.Context, c *auth.Caller, id string) (*Run, error) {
-	if uuid.Validate(id) != nil {
-		return nil, errRunNotFound
-	}
-	r, err := s.store.PipelineRunGet(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, errRunNotFound
-	}
+	r, err := auth.Find(ctx, s.auth, c, id, s.store.PipelineRunGet, func(r *store.PipelineRun) auth.Resource {
+		return auth.Resource{Type: "pipeline_run", ID: r.ID, OwnerID: r.UserID, AppID: r.AppID}
+	}, "pipeline.read", errRunNotFound)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.auth.Reach(ctx, c, auth.Resource{Type: "pipeline_run", ID: r.ID, OwnerID: r.UserID, AppID: r.AppID}, "pipeline.read", errRunNotFound); err != nil {
 		return nil, err
 	}
 	return runOut(r), nil
