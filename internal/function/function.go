@@ -110,10 +110,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, body map[string]an
 	f := &store.Function{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: app.UserID, Name: spec.Name, Description: spec.Description,
 		Code: spec.Code, InputSchema: spec.InputSchema, TimeoutSeconds: spec.TimeoutSeconds, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.FunctionCreate(ctx, f); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return nil, apperr.Newf(apperr.Conflict, "The app already has a function named %q", f.Name)
-		}
-		return nil, err
+		return nil, apps.NameTaken(err, "function", f.Name)
 	}
 	return f, nil
 }
@@ -128,26 +125,15 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, id string, patch m
 	if _, err := s.apps.ManagedApp(ctx, c, f.AppID); err != nil {
 		return nil, err
 	}
-	cur := map[string]any{"name": f.Name, "description": f.Description, "code": f.Code, "input_schema": f.InputSchema, "timeout_seconds": f.TimeoutSeconds}
-	for _, k := range []string{"name", "description", "code", "input_schema", "timeout_seconds"} {
-		if v, ok := patch[k]; ok {
-			cur[k] = v
-		}
-	}
-	raw, _ := json.Marshal(cur)
-	var merged map[string]any
-	_ = json.Unmarshal(raw, &merged)
-	spec, err := decode(merged)
+	spec, err := decode(apps.Merged(map[string]any{"name": f.Name, "description": f.Description, "code": f.Code,
+		"input_schema": f.InputSchema, "timeout_seconds": f.TimeoutSeconds}, patch))
 	if err != nil {
 		return nil, err
 	}
 	f.Name, f.Description, f.Code, f.InputSchema, f.TimeoutSeconds = spec.Name, spec.Description, spec.Code, spec.InputSchema, spec.TimeoutSeconds
 	f.UpdatedAt = s.now()
 	if err := s.store.FunctionUpdate(ctx, f); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return nil, apperr.Newf(apperr.Conflict, "The app already has a function named %q", f.Name)
-		}
-		return nil, err
+		return nil, apps.NameTaken(err, "function", f.Name)
 	}
 	return f, nil
 }

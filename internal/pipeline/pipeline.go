@@ -11,7 +11,6 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"time"
 
@@ -153,10 +152,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, body map[string]an
 	p := &store.Pipeline{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: app.UserID, Name: spec.Name,
 		Description: spec.Description, Steps: steps, CreatedAt: now, UpdatedAt: now}
 	if err := s.store.PipelineCreate(ctx, p); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return nil, apperr.Newf(apperr.Conflict, "The app already has a pipeline named %q", p.Name)
-		}
-		return nil, err
+		return nil, apps.NameTaken(err, "pipeline", p.Name)
 	}
 	return p, nil
 }
@@ -171,26 +167,14 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, id string, patch m
 	if _, err := s.apps.ManagedApp(ctx, c, p.AppID); err != nil {
 		return nil, err
 	}
-	cur := map[string]any{"name": p.Name, "description": p.Description, "steps": p.Steps}
-	for _, k := range []string{"name", "description", "steps"} {
-		if v, ok := patch[k]; ok {
-			cur[k] = v
-		}
-	}
-	raw, _ := json.Marshal(cur)
-	var merged map[string]any
-	_ = json.Unmarshal(raw, &merged)
-	spec, err := s.decode(ctx, p.AppID, merged)
+	spec, err := s.decode(ctx, p.AppID, apps.Merged(map[string]any{"name": p.Name, "description": p.Description, "steps": p.Steps}, patch))
 	if err != nil {
 		return nil, err
 	}
 	p.Name, p.Description, p.UpdatedAt = spec.Name, spec.Description, s.now()
 	p.Steps, _ = json.Marshal(spec.Steps)
 	if err := s.store.PipelineUpdate(ctx, p); err != nil {
-		if errors.Is(err, store.ErrConflict) {
-			return nil, apperr.Newf(apperr.Conflict, "The app already has a pipeline named %q", p.Name)
-		}
-		return nil, err
+		return nil, apps.NameTaken(err, "pipeline", p.Name)
 	}
 	return p, nil
 }
