@@ -82,20 +82,13 @@ func BenchmarkActivateToComplete(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-					req.Header.Set("Authorization", "Bearer "+key)
-					req.Header.Set("Content-Type", "application/json")
-					// Register interest before the answer: the event may come first.
-					res, err := client.Do(req)
-					if err != nil {
-						b.Error(err)
-						return
-					}
 					var created struct {
 						ID string `json:"activation_id"`
 					}
-					_ = json.NewDecoder(res.Body).Decode(&created)
-					res.Body.Close()
+					if _, err := benchPost(client, url, key, body, &created); err != nil {
+						b.Error(err)
+						return
+					}
 					ch := make(chan struct{})
 					mu.Lock()
 					waiting[created.ID] = ch
@@ -173,21 +166,12 @@ func BenchmarkFunctionExecute(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					start := time.Now()
-					req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-					req.Header.Set("Authorization", "Bearer "+key)
-					req.Header.Set("Content-Type", "application/json")
-					res, err := client.Do(req)
-					if err != nil {
-						b.Error(err)
-						return
-					}
 					var out struct {
 						Status string `json:"status"`
 					}
-					_ = json.NewDecoder(res.Body).Decode(&out)
-					res.Body.Close()
-					if res.StatusCode != 200 || out.Status != "completed" {
-						b.Errorf("status %d, execution %q", res.StatusCode, out.Status)
+					status, err := benchPost(client, url, key, body, &out)
+					if err != nil || status != 200 || out.Status != "completed" {
+						b.Errorf("status %d, execution %q: %v", status, out.Status, err)
 						return
 					}
 					d := time.Since(start)
@@ -203,4 +187,20 @@ func BenchmarkFunctionExecute(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchPost POSTs body to url with key and decodes the answer into out.
+func benchPost(client *http.Client, url, key string, body []byte, out any) (int, error) {
+	req, err := http.NewRequest("POST", url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	return res.StatusCode, json.NewDecoder(res.Body).Decode(out)
 }
