@@ -9,6 +9,9 @@ var secretColumns = []struct{ table, column string }{
 	{"agents", "secret_enc"},
 	{"authenticators", "client_secret_enc"},
 	{"llm_providers", "api_key_enc"},
+	{"connections", "access_token_enc"},
+	{"connections", "refresh_token_enc"},
+	{"oauth_states", "verifier_enc"},
 }
 
 // SecretKeyIDsInUse returns the ids of the keys that sealed stored secrets

@@ -1,0 +1,323 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The statuses of a connection's health (DESIGN §4 OAuth).
+const (
+	ConnConnected      = "connected"
+	ConnRefreshFailing = "refresh_failing"
+	ConnDisconnected   = "disconnected"
+)
+
+// Connection is a user's OAuth tokens for one authenticator of an app
+// (sealed) and their health.
+type Connection struct {
+	ID              string
+	UserID          string
+	AppID           string
+	AuthenticatorID string
+	Status          string
+	AccessTokenEnc  string
+	RefreshTokenEnc string
+	TokenType       string
+	Scopes          []string
+	ExpiresAt       *time.Time
+	IssuedAt        *time.Time
+	ConnectedAt     time.Time
+	LastUsed        *time.Time
+	LastRefreshed   *time.Time
+	// NextRefreshAt is when the refresher takes the connection; nil when
+	// there is nothing it could refresh.
+	NextRefreshAt   *time.Time
+	RefreshFailures int
+	LastError       string
+	LeaseOwner      string
+	LeaseUntil      *time.Time
+	// Version counts token writes and refresh outcomes.
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+const connectionColumns = `id, user_id, app_id, authenticator_id, status, access_token_enc, refresh_token_enc, token_type,
+	scopes, expires_at, issued_at, connected_at, last_used, last_refreshed, next_refresh_at, refresh_failures, last_error,
+	lease_owner, lease_until, version, created_at, updated_at`
+
+func scanConnection(row interface{ Scan(...any) error }, c *Connection) error {
+	var scopes []byte
+	var expires, issued, used, refreshed, next, lease sql.NullTime
+	if err := row.Scan(&c.ID, &c.UserID, &c.AppID, &c.AuthenticatorID, &c.Status, &c.AccessTokenEnc, &c.RefreshTokenEnc,
+		&c.TokenType, &scopes, &expires, &issued, &c.ConnectedAt, &used, &refreshed, &next, &c.RefreshFailures,
+		&c.LastError, &c.LeaseOwner, &lease, &c.Version, &c.CreatedAt, &c.UpdatedAt); err != nil {
+		return err
+	}
+	c.ExpiresAt, c.IssuedAt, c.LastUsed, c.LastRefreshed = nullTime(expires), nullTime(issued), nullTime(used), nullTime(refreshed)
+	c.NextRefreshAt, c.LeaseUntil = nullTime(next), nullTime(lease)
+	c.ConnectedAt, c.CreatedAt, c.UpdatedAt = c.ConnectedAt.UTC(), c.CreatedAt.UTC(), c.UpdatedAt.UTC()
+	return json.Unmarshal(scopes, &c.Scopes)
+}
+
+// ConnectionSave stores c as the one connection of its user, app and
+// authenticator: a new connection, or a reconnection that replaces the
+// tokens and health of the old one (keeping its id) and ends any refresh
+// lease on it, so a refresh of the old tokens that was under way cannot
+// overwrite the new ones. c's ID, Version and CreatedAt are set from the
+// stored row.
+func (s *Store) ConnectionSave(ctx context.Context, c *Connection) error {
+	scopes, err := json.Marshal(orEmptyStrings(c.Scopes))
+	if err != nil {
+		return err
+	}
+	return mapErr(s.writer().QueryRowContext(ctx, `INSERT INTO connections (id, user_id, app_id, authenticator_id, status,
+		access_token_enc, refresh_token_enc, token_type, scopes, expires_at, issued_at, connected_at, last_refreshed,
+		next_refresh_at, refresh_failures, last_error, version, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, 1, $17, $17)
+		ON CONFLICT (user_id, app_id, authenticator_id) DO UPDATE SET status = excluded.status,
+			access_token_enc = excluded.access_token_enc, refresh_token_enc = excluded.refresh_token_enc,
+			token_type = excluded.token_type, scopes = excluded.scopes, expires_at = excluded.expires_at,
+			issued_at = excluded.issued_at, connected_at = excluded.connected_at, last_refreshed = excluded.last_refreshed,
+			next_refresh_at = excluded.next_refresh_at, refresh_failures = excluded.refresh_failures,
+			last_error = excluded.last_error, lease_owner = '', lease_until = NULL,
+			version = connections.version + 1, updated_at = excluded.updated_at
+		RETURNING id, version, created_at`,
+		c.ID, c.UserID, c.AppID, c.AuthenticatorID, c.Status, c.AccessTokenEnc, c.RefreshTokenEnc, c.TokenType, scopes,
+		s.tsPtr(c.ExpiresAt), s.tsPtr(c.IssuedAt), s.ts(c.ConnectedAt), s.tsPtr(c.LastRefreshed), s.tsPtr(c.NextRefreshAt),
+		c.RefreshFailures, c.LastError, s.ts(c.UpdatedAt)).Scan(&c.ID, &c.Version, &c.CreatedAt))
+}
+
+// ErrLeaseLost: the refresh lease on a row is no longer the caller's (it
+// ran out and another took it, or a reconnection replaced the tokens).
+var ErrLeaseLost = errors.New("store: lease lost")
+
+// ConnectionFinishRefresh writes the outcome of the refresh that holds the
+// lease owner on c (tokens and health), ends the lease and counts the
+// version: one statement, so the new tokens are stored before the lease
+// lets anyone else look. ErrLeaseLost when owner no longer holds it.
+func (s *Store) ConnectionFinishRefresh(ctx context.Context, c *Connection, owner string) error {
+	scopes, err := json.Marshal(orEmptyStrings(c.Scopes))
+	if err != nil {
+		return err
+	}
+	err = s.writer().QueryRowContext(ctx, `UPDATE connections SET status = $3, access_token_enc = $4,
+		refresh_token_enc = $5, token_type = $6, scopes = $7, expires_at = $8, issued_at = $9, last_refreshed = $10,
+		next_refresh_at = $11, refresh_failures = $12, last_error = $13, lease_owner = '', lease_until = NULL,
+		version = version + 1, updated_at = $14
+		WHERE id = $1 AND lease_owner = $2 RETURNING version`,
+		c.ID, owner, c.Status, c.AccessTokenEnc, c.RefreshTokenEnc, c.TokenType, scopes, s.tsPtr(c.ExpiresAt),
+		s.tsPtr(c.IssuedAt), s.tsPtr(c.LastRefreshed), s.tsPtr(c.NextRefreshAt), c.RefreshFailures, c.LastError,
+		s.ts(c.UpdatedAt)).Scan(&c.Version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrLeaseLost
+	}
+	return err
+}
+
+// leaseTables are the tables whose rows TakeLease may lease: each has
+// lease_owner and lease_until columns.
+var leaseTables = map[string]bool{"connections": true}
+
+// TakeLease makes owner the holder of row id of table until `until`, if
+// nobody holds it or its holder's lease ended before now; it reports
+// whether owner holds it now. It is one conditional UPDATE, atomic on both
+// databases (SQLite's single writer, PostgreSQL's row lock), so across
+// every process exactly one caller wins, and it holds no transaction open:
+// the holder does its slow work (a provider call) between TakeLease and
+// writing its outcome, which ends the lease. A holder that dies leaves a
+// lease that ends at `until`.
+func (s *Store) TakeLease(ctx context.Context, table, id, owner string, now, until time.Time) (bool, error) {
+	if !leaseTables[table] {
+		return false, errors.New("store: no lease on table " + table)
+	}
+	res, err := s.writer().ExecContext(ctx, `UPDATE `+table+` SET lease_owner = $2, lease_until = $3
+		WHERE id = $1 AND (lease_owner = '' OR lease_until IS NULL OR lease_until < $4)`, id, owner, s.ts(until), s.ts(now))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// ReleaseLease ends owner's lease on row id of table, if it still holds it.
+func (s *Store) ReleaseLease(ctx context.Context, table, id, owner string) error {
+	if !leaseTables[table] {
+		return errors.New("store: no lease on table " + table)
+	}
+	_, err := s.writer().ExecContext(ctx, `UPDATE `+table+` SET lease_owner = '', lease_until = NULL
+		WHERE id = $1 AND lease_owner = $2`, id, owner)
+	return err
+}
+
+// ConnectionGet returns connection id.
+func (s *Store) ConnectionGet(ctx context.Context, id string) (*Connection, error) {
+	var c Connection
+	err := scanConnection(s.reader().QueryRowContext(ctx, `SELECT `+connectionColumns+` FROM connections WHERE id = $1`, id), &c)
+	return &c, mapErr(err)
+}
+
+// CredentialTarget is what a credential call names, resolved in one read:
+// the app's owner, the authenticator of that name, and the caller's
+// connection to it (nil when there is none).
+type CredentialTarget struct {
+	AppOwner      string
+	Authenticator Authenticator
+	Connection    *Connection
+}
+
+// CredentialTargetGet resolves (app, authenticator name) for userID's
+// connection. ErrNotFound when the app has no authenticator of that name
+// (or there is no such app: AppGet tells them apart).
+func (s *Store) CredentialTargetGet(ctx context.Context, userID, appID, name string) (*CredentialTarget, error) {
+	var t CredentialTarget
+	var c Connection
+	var connID sql.NullString
+	row := s.reader().QueryRowContext(ctx, `SELECT p.user_id, `+prefixed("a.", authenticatorColumns)+`, c.id
+		FROM apps p JOIN authenticators a ON a.app_id = p.id
+		LEFT JOIN connections c ON c.authenticator_id = a.id AND c.user_id = $3 AND c.app_id = p.id
+		WHERE p.id = $1 AND a.name = $2`, appID, name, userID)
+	var scopes, conf []byte
+	a := &t.Authenticator
+	if err := row.Scan(&t.AppOwner, &a.ID, &a.AppID, &a.Name, &a.AuthenticatorType, &a.ClientID, &a.ClientSecretEnc, &scopes,
+		&a.AuthorizeURL, &a.TokenURL, &a.RefreshURL, &a.RevokeURL, &a.RedirectURI, &conf, &a.IsActive,
+		&a.CreatedAt, &a.UpdatedAt, &connID); err != nil {
+		return nil, mapErr(err)
+	}
+	a.Configuration = json.RawMessage(conf)
+	if err := json.Unmarshal(scopes, &a.Scopes); err != nil {
+		return nil, err
+	}
+	if connID.Valid {
+		err := scanConnection(s.reader().QueryRowContext(ctx, `SELECT `+connectionColumns+` FROM connections WHERE id = $1`,
+			connID.String), &c)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, err
+		}
+		if err == nil {
+			t.Connection = &c
+		}
+	}
+	return &t, nil
+}
+
+// ConnectionList returns a page of userID's connections (of appID when
+// not ""), oldest first, with the total.
+func (s *Store) ConnectionList(ctx context.Context, userID, appID string, limit, offset int) ([]Connection, int, error) {
+	where, args := `user_id = $1`, []any{userID}
+	if appID != "" {
+		where, args = where+` AND app_id = $2`, append(args, appID)
+	}
+	total, err := s.count(ctx, `SELECT COUNT(*) FROM connections WHERE `+where, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	cs, err := queryAll(ctx, s.reader(), scanConnection, `SELECT `+connectionColumns+` FROM connections WHERE `+where+
+		` ORDER BY created_at, id LIMIT $`+strconv.Itoa(len(args)+1)+` OFFSET $`+strconv.Itoa(len(args)+2),
+		append(args, limit, offset)...)
+	return cs, total, err
+}
+
+// ConnectionListByAuthenticator returns every connection to an
+// authenticator (to revoke them before it goes).
+func (s *Store) ConnectionListByAuthenticator(ctx context.Context, authenticatorID string) ([]Connection, error) {
+	return queryAll(ctx, s.reader(), scanConnection,
+		`SELECT `+connectionColumns+` FROM connections WHERE authenticator_id = $1 ORDER BY created_at, id`, authenticatorID)
+}
+
+// ConnectionDelete deletes connection id.
+func (s *Store) ConnectionDelete(ctx context.Context, id string) error {
+	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM connections WHERE id = $1`, id))
+}
+
+// ConnectionTouch records a use of connection id at now.
+func (s *Store) ConnectionTouch(ctx context.Context, id string, now time.Time) error {
+	_, err := s.writer().ExecContext(ctx, `UPDATE connections SET last_used = $2 WHERE id = $1`, id, s.ts(now))
+	return err
+}
+
+// ConnectionsClaimDue takes up to limit connections whose next refresh is
+// due at now, oldest due first, and moves their next_refresh_at to
+// retryAt, so the next scan does not take them again while their refresh
+// jobs run (and does take them if a job is lost). It answers their ids.
+func (s *Store) ConnectionsClaimDue(ctx context.Context, now, retryAt time.Time, limit int) ([]string, error) {
+	return queryAll(ctx, s.writer(), func(row interface{ Scan(...any) error }, v *string) error { return row.Scan(v) },
+		`UPDATE connections SET next_refresh_at = $2 WHERE id IN (
+		SELECT id FROM connections WHERE next_refresh_at <= $1 ORDER BY next_refresh_at LIMIT $3)
+		RETURNING id`, s.ts(now), s.ts(retryAt), limit)
+}
+
+// OAuthState is an issued authorization flow, waiting for its callback.
+type OAuthState struct {
+	StateHash       []byte
+	UserID          string
+	AppID           string
+	AuthenticatorID string
+	VerifierEnc     string
+	ReturnTo        string
+	ExpiresAt       time.Time
+	CreatedAt       time.Time
+}
+
+const oauthStateColumns = `state_hash, user_id, app_id, authenticator_id, verifier_enc, return_to, expires_at, created_at`
+
+func scanOAuthState(row interface{ Scan(...any) error }, st *OAuthState) error {
+	if err := row.Scan(&st.StateHash, &st.UserID, &st.AppID, &st.AuthenticatorID, &st.VerifierEnc, &st.ReturnTo,
+		&st.ExpiresAt, &st.CreatedAt); err != nil {
+		return err
+	}
+	st.ExpiresAt, st.CreatedAt = st.ExpiresAt.UTC(), st.CreatedAt.UTC()
+	return nil
+}
+
+// OAuthStateCreate stores an issued state.
+func (s *Store) OAuthStateCreate(ctx context.Context, st *OAuthState) error {
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO oauth_states (`+oauthStateColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		st.StateHash, st.UserID, st.AppID, st.AuthenticatorID, st.VerifierEnc, st.ReturnTo, s.ts(st.ExpiresAt), s.ts(st.CreatedAt))
+	return mapErr(err)
+}
+
+// OAuthStateGet returns the state of hash, without using it up.
+func (s *Store) OAuthStateGet(ctx context.Context, hash []byte) (*OAuthState, error) {
+	var st OAuthState
+	err := scanOAuthState(s.reader().QueryRowContext(ctx, `SELECT `+oauthStateColumns+` FROM oauth_states WHERE state_hash = $1`, hash), &st)
+	return &st, mapErr(err)
+}
+
+// OAuthStateTake deletes the state of hash and answers it: of two callers
+// with the same state only one gets it (ErrNotFound for the other).
+func (s *Store) OAuthStateTake(ctx context.Context, hash []byte) (*OAuthState, error) {
+	var st OAuthState
+	err := scanOAuthState(s.writer().QueryRowContext(ctx, `DELETE FROM oauth_states WHERE state_hash = $1 RETURNING `+oauthStateColumns, hash), &st)
+	return &st, mapErr(err)
+}
+
+// OAuthStateDeleteExpired deletes the states that expired before now.
+func (s *Store) OAuthStateDeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	res, err := s.writer().ExecContext(ctx, `DELETE FROM oauth_states WHERE expires_at < $1`, s.ts(now))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func orEmptyStrings(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}
+
+// prefixed qualifies each column of a column list with p (e.g. "a.").
+func prefixed(p, columns string) string {
+	cols := strings.Split(columns, ",")
+	for i, c := range cols {
+		cols[i] = p + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
