@@ -93,15 +93,19 @@ func (s *Store) ConnectionSave(ctx context.Context, c *Connection) error {
 		c.RefreshFailures, c.LastError, s.ts(c.UpdatedAt)).Scan(&c.ID, &c.Version, &c.CreatedAt))
 }
 
-// ErrLeaseLost: the refresh lease on a row is no longer the caller's (it
-// ran out and another took it, or a reconnection replaced the tokens).
-var ErrLeaseLost = errors.New("store: lease lost")
+// ErrConnectionChanged: the connection's tokens were written since the
+// version a refresh started from (a reconnection, or another refresh whose
+// lease had run out), so that refresh's outcome is stale.
+var ErrConnectionChanged = errors.New("store: connection changed")
 
-// ConnectionFinishRefresh writes the outcome of the refresh that holds the
-// lease owner on c (tokens and health), ends the lease and counts the
-// version: one statement, so the new tokens are stored before the lease
-// lets anyone else look. ErrLeaseLost when owner no longer holds it.
-func (s *Store) ConnectionFinishRefresh(ctx context.Context, c *Connection, owner string) error {
+// ConnectionFinishRefresh writes the outcome of a refresh that started
+// from version `from` of c (tokens and health), ends the refresh lease and
+// counts the version, in one statement: the new tokens are stored before
+// the lease lets anyone else look. The version, not the lease, guards the
+// write: a refresh token the provider just rotated is written even if the
+// lease ran out meanwhile, unless the tokens changed underneath it
+// (ErrConnectionChanged).
+func (s *Store) ConnectionFinishRefresh(ctx context.Context, c *Connection, from int64) error {
 	scopes, err := json.Marshal(orEmptyStrings(c.Scopes))
 	if err != nil {
 		return err
@@ -110,12 +114,12 @@ func (s *Store) ConnectionFinishRefresh(ctx context.Context, c *Connection, owne
 		refresh_token_enc = $5, token_type = $6, scopes = $7, expires_at = $8, issued_at = $9, last_refreshed = $10,
 		next_refresh_at = $11, refresh_failures = $12, last_error = $13, lease_owner = '', lease_until = NULL,
 		version = version + 1, updated_at = $14
-		WHERE id = $1 AND lease_owner = $2 RETURNING version`,
-		c.ID, owner, c.Status, c.AccessTokenEnc, c.RefreshTokenEnc, c.TokenType, scopes, s.tsPtr(c.ExpiresAt),
+		WHERE id = $1 AND version = $2 RETURNING version`,
+		c.ID, from, c.Status, c.AccessTokenEnc, c.RefreshTokenEnc, c.TokenType, scopes, s.tsPtr(c.ExpiresAt),
 		s.tsPtr(c.IssuedAt), s.tsPtr(c.LastRefreshed), s.tsPtr(c.NextRefreshAt), c.RefreshFailures, c.LastError,
 		s.ts(c.UpdatedAt)).Scan(&c.Version)
 	if errors.Is(err, sql.ErrNoRows) {
-		return ErrLeaseLost
+		return ErrConnectionChanged
 	}
 	return err
 }

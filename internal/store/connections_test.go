@@ -56,7 +56,7 @@ func TestConnectionsStore(t *testing.T) {
 		require.Nil(t, target.Connection, "another user's connection is not the caller's")
 
 		// The lease: exactly one of many takers wins; a lease that ran out
-		// can be taken; the outcome is written by its holder only.
+		// can be taken; an outcome is written over the version it started from only.
 		var wins atomic.Int32
 		var wg sync.WaitGroup
 		for i := range 20 {
@@ -76,8 +76,8 @@ func TestConnectionsStore(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok, "a lease that ended can be taken")
 		c.AccessTokenEnc = "v1:b"
-		require.True(t, errors.Is(s.ConnectionFinishRefresh(ctx, c, "someone else"), store.ErrLeaseLost))
-		require.NoError(t, s.ConnectionFinishRefresh(ctx, c, "late"))
+		require.True(t, errors.Is(s.ConnectionFinishRefresh(ctx, c, 7), store.ErrConnectionChanged), "a stale outcome")
+		require.NoError(t, s.ConnectionFinishRefresh(ctx, c, 1))
 		require.EqualValues(t, 2, c.Version)
 		got, err := s.ConnectionGet(ctx, id)
 		require.NoError(t, err)
@@ -93,7 +93,11 @@ func TestConnectionsStore(t *testing.T) {
 		require.NoError(t, s.ConnectionSave(ctx, c))
 		require.Equal(t, id, c.ID)
 		require.EqualValues(t, 3, c.Version)
-		require.ErrorIs(t, s.ConnectionFinishRefresh(ctx, c, "x"), store.ErrLeaseLost)
+		require.ErrorIs(t, s.ConnectionFinishRefresh(ctx, c, 2), store.ErrConnectionChanged)
+		got, err = s.ConnectionGet(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, "v1:c", got.AccessTokenEnc)
+		require.Empty(t, got.LeaseOwner)
 		_, err = s.TakeLease(ctx, "users", id, "x", now, now)
 		require.Error(t, err)
 
