@@ -22,6 +22,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
+	"github.com/agentplatform/agentplatform/internal/credential"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/llm"
@@ -64,6 +65,7 @@ type Deps struct {
 	Data        *appdata.Service
 	Functions   *function.Service
 	Pipelines   *pipeline.Service
+	Credentials *credential.Service
 
 	Webhooks *webhook.Service
 	// WebSocket tunes event sockets (ping interval, buffer); zero: defaults.

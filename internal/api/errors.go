@@ -81,7 +81,9 @@ func errorBody(ctx context.Context, err error) *ErrorBody {
 		if !known {
 			status = http.StatusInternalServerError
 		}
-		if status < 500 {
+		// A 502 is the provider's failure, told as such; other 5xx are
+		// ours and their causes stay in the log.
+		if status < 500 || status == http.StatusBadGateway {
 			return &ErrorBody{Detail: ae.Detail, StatusCode: status, ErrorType: string(ae.Kind)}
 		}
 	}

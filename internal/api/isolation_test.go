@@ -321,6 +321,11 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			only map[string]string
 		}
 		const forbidden, absent = http.StatusForbidden, http.StatusNotFound
+		credentialCalls := func(body any) []call {
+			at := func(ids map[string]string) map[string]string { return with(map[string]string{"provider": "crm"}, ids) }
+			return []call{{ids: at(A), body: body, status: http.StatusBadRequest}, {ids: at(B), body: body, status: absent},
+				{ids: at(C), body: body, status: absent}}
+		}
 		routes := []struct {
 			route string
 			calls []call
@@ -455,6 +460,19 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			{"PATCH /api/v1/data/{app_id}/models/{slug}", []call{{ids: A, body: map[string]any{"name": "Note"}, status: 200},
 				{ids: B, body: map[string]any{"name": "x"}, status: absent}, {ids: C, body: map[string]any{"name": "x"}, status: absent}}},
 			{"DELETE /api/v1/data/{app_id}/models/{slug}", []call{{ids: B, status: absent}, {ids: C, status: absent}}},
+			// No app has an authenticator "crm": A's answer says so, the
+			// others are absent.
+			{"GET /api/v1/credentials", []call{{ids: none, status: 200}, {ids: none, query: "app_id=" + fb.appID, status: 200}}},
+			{"GET /api/v1/credentials/{app_id}/{provider}", credentialCalls(nil)},
+			{"DELETE /api/v1/credentials/{app_id}/{provider}", credentialCalls(nil)},
+			{"GET /api/v1/credentials/{app_id}/{provider}/connected", credentialCalls(nil)},
+			{"POST /api/v1/credentials/{app_id}/{provider}/refresh", credentialCalls(nil)},
+			{"POST /api/v1/credentials/{app_id}/{provider}/validate-scopes", credentialCalls(map[string]any{"required_scopes": []string{"read"}})},
+			{"GET /api/v1/credentials/{app_id}/{provider}/token-info", credentialCalls(nil)},
+			{"GET /api/v1/credentials/{app_id}/{provider}/user-info", credentialCalls(nil)},
+			{"GET /api/v1/credentials/{app_id}/{provider}/authorize", credentialCalls(nil)},
+			{"GET /api/v1/credentials/{app_id}/{provider}/auth-url", credentialCalls(nil)},
+			{"GET /api/v1/oauth/callback", []call{{ids: none, query: "code=c&state=unknown", status: http.StatusBadRequest}}},
 			{"GET /api/v1/data/{app_id}/{slug}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
 			{"POST /api/v1/data/{app_id}/{slug}", []call{{ids: A, body: map[string]any{"data": map[string]any{"text": "a"}}, status: 201},
 				{ids: B, body: map[string]any{"data": map[string]any{"text": "b"}}, status: absent}, {ids: C, body: map[string]any{"data": map[string]any{"text": "c"}}, status: absent}}},

@@ -52,6 +52,13 @@ var successAnswers = map[string]map[int]answer{
 		http.StatusNoContent: {desc: "With `Accept: application/json`: the session is deleted and the cookie cleared.", headers: []string{"Set-Cookie"}},
 		http.StatusSeeOther:  {desc: "For browsers: the session is deleted, the cookie cleared, and a redirect to /login.", headers: []string{"Location", "Set-Cookie"}},
 	},
+	"authorize-credentials": {
+		http.StatusFound: {desc: "To the provider's authorization page, with a single-use state (and a PKCE challenge when enabled).", headers: []string{"Location"}},
+	},
+	"oauth-callback": {
+		http.StatusSeeOther: {desc: "To `return_to` with `?connected=<provider>`, or with `?error=<code>&provider=<provider>` when the provider refused or the code exchange failed.",
+			headers: []string{"Location"}},
+	},
 	"import-manifest": {
 		http.StatusCreated: {desc: "A new app, with the counts of what the manifest created.", like: http.StatusCreated},
 		http.StatusOK:      {desc: "An existing app of this slug at a lower version, upgraded in place (`upgraded: true`).", like: http.StatusCreated},
@@ -86,6 +93,35 @@ var extraErrors = map[string]map[int]string{
 	"create-pipeline":        {http.StatusConflict: "The app already has a pipeline of this name.", http.StatusNotFound: "`app_id` names no app of yours."},
 	"update-pipeline":        {http.StatusConflict: "The app already has a pipeline of this name."},
 	"list-pipeline-runs":     {http.StatusNotFound: "`pipeline_id` names no pipeline of yours."},
+	"get-credentials": credentialErrors(map[int]string{http.StatusUnauthorized: tokenExpired,
+		http.StatusForbidden: "InvalidScopeError: the connection lacks a scope of `required_scopes`."}),
+	"revoke-credentials":    credentialErrors(nil),
+	"credentials-connected": credentialErrors(nil),
+	"refresh-credentials": credentialErrors(map[int]string{http.StatusUnauthorized: tokenExpired,
+		http.StatusBadGateway: "AuthenticationFailedError: the provider did not refresh the tokens (it is retried in the background)."}),
+	"validate-scopes": credentialErrors(nil),
+	"token-info":      credentialErrors(nil),
+	"user-info": credentialErrors(map[int]string{http.StatusUnauthorized: tokenExpired,
+		http.StatusBadGateway: "AuthenticationFailedError: the provider's user info endpoint failed."}),
+	"authorize-credentials": credentialErrors(nil),
+	"credentials-auth-url":  credentialErrors(nil),
+	"oauth-callback": {http.StatusBadRequest: "A missing, unknown, tampered, already used or expired `state`, or no `code`.",
+		http.StatusForbidden: "Not completed in a browser logged in (session cookie) as the user who started the flow."},
+}
+
+const tokenExpired = "TokenExpiredError: the token expired and could not be refreshed, or the connection was lost (the user must connect again)."
+
+// credentialErrors are the credential service's answers for one provider,
+// with more.
+func credentialErrors(more map[int]string) map[int]string {
+	errs := map[int]string{
+		http.StatusBadRequest: "ProviderNotSupportedError: the app has no active authenticator of this name.",
+		http.StatusNotFound:   "CredentialNotFoundError: the user has not connected this provider (or the app is not yours: NotFoundError).",
+	}
+	for status, desc := range more {
+		errs[status] = desc
+	}
+	return errs
 }
 
 const activateConflict = "The app or agent is disabled, or the Idempotency-Key was used with a different body or is still being processed."

@@ -27,6 +27,9 @@ var docTags = []*huma.Tag{
 	{Name: "webhooks", Description: "Signed (Standard Webhooks) deliveries of finished activations, and the app's signing secret."},
 	{Name: "functions", Description: "JavaScript functions of your apps, run on demand with an input checked against their JSON Schema; every run is recorded."},
 	{Name: "pipelines", Description: "Sequences of agent and function steps whose inputs are templates over the run's input and earlier outputs; runs are asynchronous, step by step."},
+	{Name: "credentials", Description: "The credential service: connect a user's account at an app's OAuth provider (authorize, callback), " +
+		"and the connection's tokens, kept encrypted and refreshed ahead of expiry, with their health. " +
+		"Tokens reach only agent keys and admin or app:access API keys, never a session."},
 	{Name: "data", Description: "Apps' own data: models with typed fields and their records, filtered and sorted in the database; " +
 		"the data explorer's paths under /api/apps answer the same. Open to app:access keys and to a running custom agent's agent key."},
 	{Name: "llm-providers", Description: "The LLM providers agents call: the operator's system providers and your own."},
@@ -316,6 +319,37 @@ type PipelineRunFailedEvent struct {
 	PipelineRunFields
 }
 
+// CredentialContext says which connection a credential event is about.
+type CredentialContext struct {
+	AppID           string `json:"app_id" format:"uuid"`
+	Provider        string `json:"provider" doc:"The authenticator's name"`
+	AuthenticatorID string `json:"authenticator_id" format:"uuid"`
+	PreviousStatus  string `json:"previous_status" enum:",connected,refresh_failing,disconnected" doc:"\"\" for a new connection"`
+}
+
+// CredentialStatusChangedEvent announces a change of a connection's
+// health, so an app can ask its user to reconnect before an agent fails.
+type CredentialStatusChangedEvent struct {
+	Type      string            `json:"type" enum:"credential_status_changed"`
+	Seq       int64             `json:"seq" doc:"Per-user increasing number, shared with activation events"`
+	Status    string            `json:"status" enum:"connected,refresh_failing,disconnected"`
+	Error     string            `json:"error,omitempty" doc:"The connection's last_error, when it has one"`
+	Context   CredentialContext `json:"context"`
+	Timestamp time.Time         `json:"timestamp"`
+}
+
+// CredentialDisconnectedEvent follows the status change of a connection
+// that ended disconnected (the provider refused its refresh token, or it
+// was revoked).
+type CredentialDisconnectedEvent struct {
+	Type      string            `json:"type" enum:"credential_disconnected"`
+	Seq       int64             `json:"seq" doc:"Per-user increasing number, shared with activation events"`
+	Status    string            `json:"status" enum:"disconnected"`
+	Error     string            `json:"error,omitempty" doc:"Why: e.g. the provider refused: invalid_grant, or revoked"`
+	Context   CredentialContext `json:"context"`
+	Timestamp time.Time         `json:"timestamp"`
+}
+
 // SubscribedMessage answers a subscribe message with the filter in effect.
 type SubscribedMessage struct {
 	Type         string `json:"type" enum:"subscribed"`
@@ -336,19 +370,21 @@ func webSocketMessage(registry huma.Registry) *huma.Schema {
 	const name = "WebSocketMessage"
 	if registry.Map()[name] == nil {
 		union := &huma.Schema{
-			Description:   "One text message: an activation or pipeline run event, or the answer to a client's message; `type` tells which.",
+			Description:   "One text message: an activation, pipeline run or credential event, or the answer to a client's message; `type` tells which.",
 			Discriminator: &huma.Discriminator{PropertyName: "type", Mapping: map[string]string{}},
 		}
 		for typ, t := range map[string]reflect.Type{
-			"activation_created":     reflect.TypeFor[ActivationCreatedEvent](),
-			"activation_started":     reflect.TypeFor[ActivationStartedEvent](),
-			"activation_completed":   reflect.TypeFor[ActivationCompletedEvent](),
-			"activation_failed":      reflect.TypeFor[ActivationFailedEvent](),
-			"pipeline_run_started":   reflect.TypeFor[PipelineRunStartedEvent](),
-			"pipeline_run_completed": reflect.TypeFor[PipelineRunCompletedEvent](),
-			"pipeline_run_failed":    reflect.TypeFor[PipelineRunFailedEvent](),
-			"subscribed":             reflect.TypeFor[SubscribedMessage](),
-			"error":                  reflect.TypeFor[ErrorMessage](),
+			"activation_created":        reflect.TypeFor[ActivationCreatedEvent](),
+			"activation_started":        reflect.TypeFor[ActivationStartedEvent](),
+			"activation_completed":      reflect.TypeFor[ActivationCompletedEvent](),
+			"activation_failed":         reflect.TypeFor[ActivationFailedEvent](),
+			"pipeline_run_started":      reflect.TypeFor[PipelineRunStartedEvent](),
+			"pipeline_run_completed":    reflect.TypeFor[PipelineRunCompletedEvent](),
+			"pipeline_run_failed":       reflect.TypeFor[PipelineRunFailedEvent](),
+			"credential_status_changed": reflect.TypeFor[CredentialStatusChangedEvent](),
+			"credential_disconnected":   reflect.TypeFor[CredentialDisconnectedEvent](),
+			"subscribed":                reflect.TypeFor[SubscribedMessage](),
+			"error":                     reflect.TypeFor[ErrorMessage](),
 		} {
 			ref := registry.Schema(t, true, "")
 			union.OneOf = append(union.OneOf, ref)

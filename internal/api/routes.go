@@ -117,6 +117,22 @@ func (a *API) routes() {
 	register(a, op("explorer-fields", http.MethodGet, "/api/apps/{appId}/{modelSlug}/fields", "Data explorer: a model's fields", "data"), auth.AppData, a.explorerFields)
 	register(a, op("explorer-records", http.MethodGet, "/api/apps/{appId}/{modelSlug}", "Data explorer: a model's records (the filters, order and pages of list-records)", "data"), auth.AppData, a.explorerRecords)
 
+	// The credential service: a user's OAuth connections to the app's
+	// authenticators ({provider} is an authenticator's name), open to
+	// app:access keys and to the agent keys of the app's running custom
+	// agents. Tokens reach only agent keys and admin or app:access keys.
+	register(a, op("list-credentials", http.MethodGet, "/api/v1/credentials", "Your OAuth connections (app_id filters), with their health", "credentials"), auth.AppData, a.listCredentials)
+	register(a, op("get-credentials", http.MethodGet, "/api/v1/credentials/{app_id}/{provider}", "A connection's credentials, refreshed on the spot when expired", "credentials"), auth.AppData, a.getCredentials)
+	register(a, op("revoke-credentials", http.MethodDelete, "/api/v1/credentials/{app_id}/{provider}", "Disconnect: revoke at the provider (when it can) and forget the tokens", "credentials"), auth.AppData, a.revokeCredentials)
+	register(a, op("credentials-connected", http.MethodGet, "/api/v1/credentials/{app_id}/{provider}/connected", "Whether the user is connected to the provider", "credentials"), auth.AppData, a.isConnected)
+	register(a, op("refresh-credentials", http.MethodPost, "/api/v1/credentials/{app_id}/{provider}/refresh", "Refresh the connection's tokens now", "credentials"), auth.AppData, a.refreshCredentials)
+	register(a, op("validate-scopes", http.MethodPost, "/api/v1/credentials/{app_id}/{provider}/validate-scopes", "Whether the connection holds the required scopes, and which it lacks", "credentials"), auth.AppData, a.validateScopes)
+	register(a, op("token-info", http.MethodGet, "/api/v1/credentials/{app_id}/{provider}/token-info", "About the connection's token (never the token)", "credentials"), auth.AppData, a.tokenInfo)
+	register(a, op("user-info", http.MethodGet, "/api/v1/credentials/{app_id}/{provider}/user-info", "The connected account, as the provider describes it", "credentials"), auth.AppData, a.userInfo)
+	register(a, op("authorize-credentials", http.MethodGet, "/api/v1/credentials/{app_id}/{provider}/authorize", "Start connecting: redirect the browser to the provider", "credentials"), auth.AppData, a.authorize)
+	register(a, op("credentials-auth-url", http.MethodGet, "/api/v1/credentials/{app_id}/{provider}/auth-url", "Start connecting: the provider's authorization URL", "credentials"), auth.AppData, a.authURL)
+	register(a, op("oauth-callback", http.MethodGet, "/api/v1/oauth/callback", "The provider sends the browser back here: the connection is stored and the browser sent to return_to", "credentials"), auth.Public, a.oauthCallback)
+
 	// Workers.
 	register(a, op("worker-status", http.MethodGet, "/api/v1/worker/status", "Worker processes, queue depth, throughput", "worker"), auth.User, a.workerStatus)
 	register(a, op("worker-pause", http.MethodPost, "/api/v1/worker/pause", "Pause the activation queue (admin)", "worker"), auth.AdminOnly, a.pauseWorker)

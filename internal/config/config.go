@@ -39,6 +39,9 @@ type Config struct {
 	// LoginFailureLimit is how many failed logins per minute one IP may make.
 	LoginFailureLimit int           // AP_LOGIN_FAILURE_LIMIT
 	SessionTTL        time.Duration // AP_SESSION_TTL
+	// CredentialScanInterval is how often the background refresher looks
+	// for OAuth tokens due for a refresh (AP_CREDENTIAL_SCAN_INTERVAL).
+	CredentialScanInterval time.Duration
 
 	OpenAIAPIKey    string // AP_OPENAI_API_KEY
 	OpenAIBaseURL   string // AP_OPENAI_BASE_URL
@@ -81,16 +84,17 @@ const DefaultWorkers = 100
 
 func FromEnv(getenv func(string) string) (*Config, error) {
 	c := &Config{
-		Addr:              "127.0.0.1:8080",
-		DataDir:           "./data",
-		Env:               "development",
-		LogLevel:          "info",
-		Workers:           DefaultWorkers,
-		JSMemoryMB:        64,
-		Registration:      "open",
-		RateLimit:         600,
-		LoginFailureLimit: 10,
-		SessionTTL:        30 * 24 * time.Hour,
+		Addr:                   "127.0.0.1:8080",
+		DataDir:                "./data",
+		Env:                    "development",
+		LogLevel:               "info",
+		Workers:                DefaultWorkers,
+		JSMemoryMB:             64,
+		Registration:           "open",
+		RateLimit:              600,
+		LoginFailureLimit:      10,
+		SessionTTL:             30 * 24 * time.Hour,
+		CredentialScanInterval: 15 * time.Second,
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -138,13 +142,17 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	str("AP_REGISTRATION", &c.Registration)
 	integer("AP_RATE_LIMIT", &c.RateLimit)
 	integer("AP_LOGIN_FAILURE_LIMIT", &c.LoginFailureLimit)
-	if v := getenv("AP_SESSION_TTL"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("AP_SESSION_TTL: %w", err))
+	duration := func(name string, dst *time.Duration) {
+		if v := getenv(name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+			*dst = d
 		}
-		c.SessionTTL = d
 	}
+	duration("AP_SESSION_TTL", &c.SessionTTL)
+	duration("AP_CREDENTIAL_SCAN_INTERVAL", &c.CredentialScanInterval)
 	secret("AP_OPENAI_API_KEY", &c.OpenAIAPIKey)
 	str("AP_OPENAI_BASE_URL", &c.OpenAIBaseURL)
 	secret("AP_ANTHROPIC_API_KEY", &c.AnthropicAPIKey)
@@ -203,6 +211,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SessionTTL < time.Minute {
 		bad("AP_SESSION_TTL must be at least 1m")
+	}
+	if c.CredentialScanInterval < 100*time.Millisecond || c.CredentialScanInterval > time.Minute {
+		bad("AP_CREDENTIAL_SCAN_INTERVAL must be between 100ms and 1m")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		bad("AP_TLS_CERT and AP_TLS_KEY go together")

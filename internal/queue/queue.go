@@ -183,3 +183,12 @@ func (q *Queue) DeleteTx(ctx context.Context, tx *store.Store, id int64) error {
 	}
 	return err
 }
+
+// InsertMany inserts jobs on their own, in one statement.
+func (q *Queue) InsertMany(ctx context.Context, jobs []river.InsertManyParams) error {
+	if len(jobs) == 0 {
+		return nil
+	}
+	_, err := q.client.InsertMany(ctx, jobs)
+	return err
+}

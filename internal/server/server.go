@@ -23,6 +23,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/config"
+	"github.com/agentplatform/agentplatform/internal/credential"
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/executor"
@@ -78,6 +79,8 @@ type Server struct {
 	Functions *function.Service
 	// Data is apps' data models and records.
 	Data *appdata.Service
+	// Credentials is users' OAuth connections and their tokens.
+	Credentials *credential.Service
 	// Executors run agents, functions and pipeline steps.
 	Executors *executor.Set
 	// Webhooks delivers activation events to webhook URLs.
@@ -168,9 +171,13 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	s.Data = appdata.New(s.Store)
+	s.Credentials = credential.New(s.Store, s.Secrets, s.Events, s.Log, credential.Options{Egress: s.Egress,
+		PublicURL: s.Config.PublicURL, ScanInterval: s.Config.CredentialScanInterval})
+	s.Credentials.AddJobs(s.Queue)
 	llmExec := executor.NewLLM(s.resolveLLM, s.Store, s.Log)
 	js := executor.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
 	js.Data = appdata.Scripts{Service: s.Data}
+	js.Credentials = credential.Scripts{Service: s.Credentials}
 	s.Executors = &executor.Set{LLM: llmExec,
 		JavaScript: js,
 		Webhook:    executor.NewWebhook(s.Egress, s.Config.PublicURL+"/api/v1", s.Apps.WebhookSecret)}
@@ -188,7 +195,7 @@ func (s *Server) build(ctx context.Context) error {
 	if s.opts.HTTP {
 		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth,
 			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps, Data: s.Data, Functions: s.Functions, Pipelines: s.Pipelines,
-			Webhooks: s.Webhooks, LLM: s.LLM})
+			Credentials: s.Credentials, Webhooks: s.Webhooks, LLM: s.LLM})
 		if err != nil {
 			return err
 		}
