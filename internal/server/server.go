@@ -135,7 +135,7 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	s.Egress = egress.New(s.Config.EgressAllow)
-	s.Apps = apps.New(s.Store, s.Auth, s.Secrets, s.Egress)
+	s.Apps = apps.New(s.Store, s.Auth, s.Secrets, s.Egress, apps.Options{PublicURL: s.Config.PublicURL, Production: s.Config.Production()})
 	if err := s.Apps.SeedSystemAgents(ctx); err != nil {
 		return fmt.Errorf("seed system agents: %w", err)
 	}
