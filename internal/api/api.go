@@ -21,6 +21,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/authenticator"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/function"
@@ -64,6 +65,8 @@ type Deps struct {
 	Data        *appdata.Service
 	Functions   *function.Service
 	Pipelines   *pipeline.Service
+	// Authenticators are apps' OAuth client registrations.
+	Authenticators *authenticator.Service
 
 	Webhooks *webhook.Service
 	// WebSocket tunes event sockets (ping interval, buffer); zero: defaults.

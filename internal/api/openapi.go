@@ -61,31 +61,35 @@ var successAnswers = map[string]map[int]answer{
 // extraErrors are the error answers an operation gives beyond those its
 // rule, parameters and body imply, with what they mean there.
 var extraErrors = map[string]map[int]string{
-	"register":               {http.StatusConflict: "Email already registered.", http.StatusForbidden: "Registration is closed (AP_REGISTRATION=closed)."},
-	"login":                  {http.StatusUnauthorized: "Wrong email or password, or a disabled account (one text for both)."},
-	"update-me":              {http.StatusConflict: "Email already registered."},
-	"change-password":        {http.StatusBadRequest: "Current password is incorrect, or the new one is too short."},
-	"update-user":            {http.StatusConflict: "Cannot remove the last active admin."},
-	"create-api-key":         {http.StatusNotFound: "`app_id` names no app of yours."},
-	"create-app":             {http.StatusConflict: "You already have an app with this slug."},
-	"import-manifest":        {http.StatusConflict: "You already have this slug at the same or a higher version."},
-	"install-app":            {http.StatusConflict: "You already have an app with this slug: give the copy another one."},
-	"create-app-agent":       {http.StatusConflict: "The app already has an agent of this name."},
-	"update-app-agent":       {http.StatusConflict: "The app already has an agent of this name."},
-	"activate-agent":         {http.StatusConflict: activateConflict},
-	"activate-app-agent":     {http.StatusConflict: activateConflict},
-	"create-activation":      {http.StatusConflict: activateConflict, http.StatusNotFound: "`agent_id` names no agent you can use."},
-	"cancel-activation":      {http.StatusConflict: "The activation has already ended."},
-	"create-llm-provider":    {http.StatusConflict: "You already have a provider of this name."},
-	"update-llm-provider":    {http.StatusConflict: "You already have a provider of this name."},
-	"readyz":                 {http.StatusServiceUnavailable: "Not ready: the database is unreachable or migrations are pending."},
-	"list-agent-activations": {http.StatusBadRequest: "A bad filter: `context` is not a JSON object, or an unknown `status`."},
-	"create-data-model":      {http.StatusConflict: "The app already has a model with this slug."},
-	"create-function":        {http.StatusConflict: "The app already has a function of this name.", http.StatusNotFound: "`app_id` names no app of yours."},
-	"update-function":        {http.StatusConflict: "The app already has a function of this name."},
-	"create-pipeline":        {http.StatusConflict: "The app already has a pipeline of this name.", http.StatusNotFound: "`app_id` names no app of yours."},
-	"update-pipeline":        {http.StatusConflict: "The app already has a pipeline of this name."},
-	"list-pipeline-runs":     {http.StatusNotFound: "`pipeline_id` names no pipeline of yours."},
+	"register":                {http.StatusConflict: "Email already registered.", http.StatusForbidden: "Registration is closed (AP_REGISTRATION=closed)."},
+	"login":                   {http.StatusUnauthorized: "Wrong email or password, or a disabled account (one text for both)."},
+	"update-me":               {http.StatusConflict: "Email already registered."},
+	"change-password":         {http.StatusBadRequest: "Current password is incorrect, or the new one is too short."},
+	"update-user":             {http.StatusConflict: "Cannot remove the last active admin."},
+	"create-api-key":          {http.StatusNotFound: "`app_id` names no app of yours."},
+	"create-app":              {http.StatusConflict: "You already have an app with this slug."},
+	"import-manifest":         {http.StatusConflict: "You already have this slug at the same or a higher version."},
+	"install-app":             {http.StatusConflict: "You already have an app with this slug: give the copy another one."},
+	"create-app-agent":        {http.StatusConflict: "The app already has an agent of this name."},
+	"update-app-agent":        {http.StatusConflict: "The app already has an agent of this name."},
+	"activate-agent":          {http.StatusConflict: activateConflict},
+	"activate-app-agent":      {http.StatusConflict: activateConflict},
+	"create-activation":       {http.StatusConflict: activateConflict, http.StatusNotFound: "`agent_id` names no agent you can use."},
+	"cancel-activation":       {http.StatusConflict: "The activation has already ended."},
+	"create-llm-provider":     {http.StatusConflict: "You already have a provider of this name."},
+	"update-llm-provider":     {http.StatusConflict: "You already have a provider of this name."},
+	"readyz":                  {http.StatusServiceUnavailable: "Not ready: the database is unreachable or migrations are pending."},
+	"list-agent-activations":  {http.StatusBadRequest: "A bad filter: `context` is not a JSON object, or an unknown `status`."},
+	"create-data-model":       {http.StatusConflict: "The app already has a model with this slug."},
+	"create-function":         {http.StatusConflict: "The app already has a function of this name.", http.StatusNotFound: "`app_id` names no app of yours."},
+	"update-function":         {http.StatusConflict: "The app already has a function of this name."},
+	"create-pipeline":         {http.StatusConflict: "The app already has a pipeline of this name.", http.StatusNotFound: "`app_id` names no app of yours."},
+	"update-pipeline":         {http.StatusConflict: "The app already has a pipeline of this name."},
+	"list-pipeline-runs":      {http.StatusNotFound: "`pipeline_id` names no pipeline of yours."},
+	"create-authenticator":    {http.StatusConflict: "The app already has an authenticator of this name."},
+	"create-service-provider": {http.StatusConflict: "The app already has an authenticator of this name."},
+	"update-authenticator":    {http.StatusConflict: "The app already has an authenticator of this name."},
+	"list-authenticators":     {http.StatusNotFound: "`app_id` names no app of yours."},
 }
 
 const activateConflict = "The app or agent is disabled, or the Idempotency-Key was used with a different body or is still being processed."
@@ -134,8 +138,20 @@ var moreDescriptions = map[string]string{
 		"beyond that the request answers 429.",
 	"worker-status": "Queue depth by state and the throughput of the last minute and hour; admins also see the worker " +
 		"processes (`workers`, with host, pid and heartbeat), which is absent for everyone else.",
-	"worker-jobs": "Ids, kinds, states, attempts, errors and times of the queue's jobs; never an activation's input or output.",
+	"create-authenticator":    authenticatorRules,
+	"create-service-provider": authenticatorRules,
+	"update-authenticator": "Any subset of the fields, `is_active`, and a new `client_secret` (a manifest's authenticator gets its first one so). " +
+		"The result is validated whole, as a create is.",
+	"delete-authenticator": "The authenticator's connections are revoked first.",
+	"worker-jobs":          "Ids, kinds, states, attempts, errors and times of the queue's jobs; never an activation's input or output.",
 }
+
+const authenticatorRules = "`client_id` and `client_secret` are required; the secret is stored encrypted and never returned " +
+	"(`has_client_secret`). A known type fills in its provider's endpoints; `custom` needs `authorize_url` and `token_url`. " +
+	"Checked: 1 to 50 scopes without whitespace, the client id's format per type, the `configuration` keys' types, " +
+	"`authorize_url` HTTPS in production, `redirect_uri` the OAuth callback on AP_PUBLIC_URL (its default), and the URLs the " +
+	"platform calls (token, refresh, revoke, `configuration.userinfo_url`) not on a literal private address unless AP_EGRESS_ALLOW allows it. " +
+	"Each failure is a 400 naming the field."
 
 // responseHeaders document the headers success answers name.
 var responseHeaders = map[string]*huma.Header{

@@ -22,6 +22,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/authenticator"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/events"
@@ -76,6 +77,8 @@ type Server struct {
 	Pipelines *pipeline.Service
 	// Functions runs apps' functions and records their executions.
 	Functions *function.Service
+	// Authenticators are apps' OAuth client registrations.
+	Authenticators *authenticator.Service
 	// Data is apps' data models and records.
 	Data *appdata.Service
 	// Executors run agents, functions and pipeline steps.
@@ -175,6 +178,9 @@ func (s *Server) build(ctx context.Context) error {
 		JavaScript: js,
 		Webhook:    executor.NewWebhook(s.Egress, s.Config.PublicURL+"/api/v1", s.Apps.WebhookSecret)}
 	s.Functions = function.New(s.Store, s.Auth, s.Apps, js)
+	// The credential service sets its OnDelete hook: an authenticator's
+	// connections are revoked before it goes.
+	s.Authenticators = authenticator.New(s.Store, s.Auth, s.Apps, s.Secrets)
 	s.Activations = activation.New(activation.Deps{
 		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks, Metrics: s.Metrics,
 		Agents: s.Apps, Resolve: s.resolveLLM, Executors: s.Executors,
@@ -188,7 +194,7 @@ func (s *Server) build(ctx context.Context) error {
 	if s.opts.HTTP {
 		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth,
 			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps, Data: s.Data, Functions: s.Functions, Pipelines: s.Pipelines,
-			Webhooks: s.Webhooks, LLM: s.LLM})
+			Webhooks: s.Webhooks, LLM: s.LLM, Authenticators: s.Authenticators})
 		if err != nil {
 			return err
 		}
