@@ -218,7 +218,7 @@ func TestOpenAPIIsExact(t *testing.T) {
 	require.ElementsMatch(t, []string{"101"}, statuses("events-websocket"))
 	for id, status := range map[string]string{"create-app": "201", "create-api-key": "201", "activate-agent": "201",
 		"revoke-api-key": "204", "delete-app": "204", "change-password": "204", "get-app": "200",
-		"create-authenticator": "201", "create-service-provider": "201", "delete-authenticator": "204", "update-authenticator": "200"} {
+		"create-authenticator": "201", "add-service-provider": "201", "delete-authenticator": "204", "update-authenticator": "200"} {
 		require.ElementsMatch(t, []string{status}, statuses(id), id)
 	}
 	for id, status := range map[string]string{"register": "409", "create-app": "409", "import-manifest": "409",
@@ -269,7 +269,7 @@ func TestOpenAPIIsExact(t *testing.T) {
 	for _, s := range []string{"OAuthAuthenticator", "AuthenticatorCreate", "AuthenticatorPatch", "Authenticator"} {
 		require.ElementsMatch(t, oauth.Types(), strs(prop(t, doc.schema(t, s), "authenticator_type")["enum"]), s)
 	}
-	for _, id := range []string{"create-authenticator", "create-service-provider", "update-authenticator"} {
+	for _, id := range []string{"create-authenticator", "add-service-provider", "update-authenticator"} {
 		require.Contains(t, doc.op(t, id).Responses, "409", id)
 	}
 

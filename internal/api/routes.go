@@ -149,7 +149,7 @@ func (a *API) routes() {
 	documentRawBody[AuthenticatorPatch](a, http.MethodPatch, "/api/v1/oauth/authenticators/{authenticator_id}", "application/json")
 	register(a, noContent(op("delete-authenticator", http.MethodDelete, "/api/v1/oauth/authenticators/{authenticator_id}", "Delete an authenticator, its connections revoked", "authenticators")), auth.User, a.deleteAuthenticator)
 	register(a, op("list-service-providers", http.MethodGet, "/api/v1/apps/{app_id}/service-providers", "The app's authenticators (as list-authenticators)", "authenticators"), auth.AppUse, a.listServiceProviders)
-	register(a, domainDecoded(created(op("create-service-provider", http.MethodPost, "/api/v1/apps/{app_id}/service-providers", "Register an OAuth 2.0 provider for the app (as create-authenticator)", "authenticators"))), auth.User, a.createAuthenticator)
+	register(a, domainDecoded(created(op("add-service-provider", http.MethodPost, "/api/v1/apps/{app_id}/service-providers", "Register an OAuth 2.0 provider for the app (as create-authenticator)", "authenticators"))), auth.User, a.createAuthenticator)
 	documentRawBody[AuthenticatorCreate](a, http.MethodPost, "/api/v1/apps/{app_id}/service-providers", "application/json")
 
 	// Events: a WebSocket, served by plain net/http and documented by hand;

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/oauth"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -27,26 +26,25 @@ const CallbackPath = "/api/v1/oauth/callback"
 // Every failure is a 400 naming the field under prefix, a's path in the
 // request ("" for a body of its own, "authenticators[0]." in a manifest).
 func (s *Service) PrepareAuthenticator(prefix string, a *Authenticator) error {
-	invalid := func(field, format string, args ...any) error {
-		field = prefix + field
-		return apperr.Invalid(field, fmt.Sprintf("Invalid value for field %s: ", field)+fmt.Sprintf(format, args...))
-	}
-	if s.opts.Production && a.AuthorizeURL != "" && !strings.EqualFold(scheme(a.AuthorizeURL), "https") {
-		return invalid("authorize_url", "must be an https URL in production (AP_ENV=production)")
+	d := &decoder{}
+	if s.opts.Production && a.AuthorizeURL != "" && scheme(a.AuthorizeURL) != "https" {
+		d.invalid(prefix+"authorize_url", "must be an https URL in production (AP_ENV=production)")
+		return d.err
 	}
 	callback := s.callback()
 	if a.RedirectURI == "" {
 		a.RedirectURI = callback
 	} else if problem := checkRedirect(a.RedirectURI, callback); problem != "" {
-		return invalid("redirect_uri", "%s", problem)
+		d.invalid(prefix+"redirect_uri", "%s", problem)
+		return d.err
 	}
 	conf := configurationOf(a.Configuration)
-	for field, raw := range map[string]string{"token_url": a.TokenURL, "refresh_url": a.RefreshURL, "revoke_url": a.RevokeURL,
-		"configuration.userinfo_url": conf.Str("userinfo_url")} {
-		if raw == "" {
+	for _, u := range []struct{ field, raw string }{{"token_url", a.TokenURL}, {"refresh_url", a.RefreshURL},
+		{"revoke_url", a.RevokeURL}, {"configuration.userinfo_url", conf.Str("userinfo_url")}} {
+		if u.raw == "" {
 			continue
 		}
-		if err := s.egress.CheckURL(prefix+field, raw); err != nil {
+		if err := s.egress.CheckURL(prefix+u.field, u.raw); err != nil {
 			return err
 		}
 	}
@@ -120,6 +118,7 @@ func origin(u *url.URL) string {
 	return scheme + "://" + host
 }
 
+// scheme is raw's scheme, lower case (url.Parse makes it so).
 func scheme(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -9,6 +9,7 @@ package authenticator
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -178,7 +179,7 @@ func writable(body map[string]any, create bool) (write, error) {
 	if v, ok := body["client_secret"]; ok || create {
 		s, isString := v.(string)
 		switch {
-		case v == nil || (isString && s == ""):
+		case v == nil || (isString && strings.TrimSpace(s) == ""):
 			return w, apperr.Invalid("client_secret", "Missing required field: client_secret")
 		case !isString:
 			return w, apperr.Invalid("client_secret", "Invalid value for field client_secret: expected a string")
