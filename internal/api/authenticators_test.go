@@ -131,7 +131,7 @@ func TestAuthenticatorValidation(t *testing.T) {
 
 		// Duplicates are conflicts; another user's app is absent.
 		e.do("POST", authenticatorsPath(app), customAuthenticator("outside"), bearer(tok)).
-			expectError(t, 409, "ConflictError", `The app already has a authenticator named "outside"`)
+			expectError(t, 409, "ConflictError", `The app already has an authenticator named "outside"`)
 		other := e.signup("authn-other@example.com")
 		e.do("POST", authenticatorsPath(app), customAuthenticator("mine"), bearer(other)).expectError(t, 404, "NotFoundError", "App not found")
 		e.do("POST", authenticatorsPath("not-an-id"), customAuthenticator("mine"), bearer(tok)).expectError(t, 404, "NotFoundError", "App not found")
