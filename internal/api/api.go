@@ -21,6 +21,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/authenticator"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/credential"
 	"github.com/agentplatform/agentplatform/internal/events"
@@ -66,6 +67,8 @@ type Deps struct {
 	Functions   *function.Service
 	Pipelines   *pipeline.Service
 	Credentials *credential.Service
+	// Authenticators are apps' OAuth client registrations.
+	Authenticators *authenticator.Service
 
 	Webhooks *webhook.Service
 	// WebSocket tunes event sockets (ping interval, buffer); zero: defaults.

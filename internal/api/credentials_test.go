@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"os"
@@ -43,15 +42,10 @@ func (e *env) oauthApp(session string, p *oauthtest.Server, slug string) string 
 // setClientSecret supplies the secret a manifest cannot carry.
 func (e *env) setClientSecret(session, appID, name, secret string) {
 	e.t.Helper()
-	ctx := context.Background()
-	auths, err := e.srv.Store.AuthenticatorListByApp(ctx, appID)
-	require.NoError(e.t, err)
-	for i := range auths {
-		if auths[i].Name == name {
-			a := &auths[i]
-			a.ClientSecretEnc, err = e.srv.Secrets.Seal(secret)
-			require.NoError(e.t, err)
-			require.NoError(e.t, e.srv.Store.AuthenticatorUpdate(ctx, a))
+	for _, a := range list(e.do("GET", "/api/v1/oauth/authenticators?app_id="+appID, nil, bearer(session)).expect(e.t, 200), "authenticators") {
+		if a["name"] == name {
+			r := e.do("PATCH", "/api/v1/oauth/authenticators/"+a["id"].(string), map[string]any{"client_secret": secret}, bearer(session))
+			require.Equal(e.t, true, r.expect(e.t, 200).JSON["has_client_secret"])
 			return
 		}
 	}
@@ -194,6 +188,13 @@ func TestCredentialFlow(t *testing.T) {
 		require.Equal(t, false, e.do("GET", base+"/connected", nil, bearer(alice)).expect(t, 200).JSON["is_connected"])
 		e.do("GET", base, nil, bearer(appKey)).expectError(t, 404, "CredentialNotFoundError", "connect an account first")
 
+		// Deleting the authenticator revokes its connections first.
+		e.connect(alice, appID, p, "alice", "/").expect(t, 303)
+		authID := list(e.do("GET", "/api/v1/oauth/authenticators?app_id="+appID, nil, bearer(alice)).expect(t, 200), "authenticators")[0]["id"].(string)
+		e.do("DELETE", "/api/v1/oauth/authenticators/"+authID, nil, bearer(alice)).expect(t, 204)
+		require.EqualValues(t, 2, p.Revocations())
+		require.Empty(t, list(e.do("GET", "/api/v1/credentials", nil, bearer(alice)).expect(t, 200), "connections"))
+
 		// Nothing secret in plaintext: not in the database, not in the logs.
 		secrets := []string{c.str("access_token"), c.str("refresh_token"), c2.str("access_token"), c2.str("refresh_token"), oauthClientSecret}
 		for _, s := range secrets {
@@ -204,16 +205,15 @@ func TestCredentialFlow(t *testing.T) {
 }
 
 // requireNoPlaintext checks the database holds none of secrets as such:
-// the SQLite files byte for byte, PostgreSQL's tables as text.
+// the SQLite files (database, WAL) byte for byte, PostgreSQL's tables as text.
 func requireNoPlaintext(t *testing.T, e *env, secrets []string) {
 	t.Helper()
 	if e.srv.Store.Dialect() == store.SQLite {
-		path := strings.TrimPrefix(testdbPath(e), "sqlite:")
-		for _, f := range []string{path, path + "-wal"} {
+		files, err := filepath.Glob(strings.TrimPrefix(e.srv.Config.DatabaseDSN(), "sqlite:") + "*")
+		require.NoError(t, err)
+		require.NotEmpty(t, files)
+		for _, f := range files {
 			b, err := os.ReadFile(f)
-			if os.IsNotExist(err) {
-				continue
-			}
 			require.NoError(t, err)
 			for _, s := range secrets {
 				require.NotContains(t, string(b), s, "%s holds a secret in plaintext", filepath.Base(f))
@@ -235,8 +235,6 @@ func requireNoPlaintext(t *testing.T, e *env, secrets []string) {
 		rows.Close()
 	}
 }
-
-func testdbPath(e *env) string { return e.srv.Config.DatabaseURL }
 
 func TestCredentialFlowRefusals(t *testing.T) {
 	t.Parallel()

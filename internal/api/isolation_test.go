@@ -289,9 +289,18 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			pipeOf[app] = p
 			runOf[app] = e.do("POST", "/api/v1/pipelines/"+p+"/run", map[string]any{"input": map[string]any{"x": 1}}, bearer(token)).expect(t, 201).str("run_id")
 		}
+		// Each app has an OAuth authenticator.
+		authOf := map[string]string{}
+		newAuthenticator := func(name string) map[string]any {
+			return map[string]any{"name": name, "authenticator_type": "custom", "client_id": "c", "client_secret": "s", "scopes": []string{"read"},
+				"authorize_url": "https://idp.example.com/authorize", "token_url": "https://idp.example.com/token"}
+		}
+		for app, token := range map[string]string{fa.appID: owner, fb.appID: owner, fc.appID: other} {
+			authOf[app] = e.do("POST", "/api/v1/oauth/authenticators/"+app, newAuthenticator("idp"), bearer(token)).expect(t, 201).str("id")
+		}
 		data := func(appID, item string) map[string]string {
 			return map[string]string{"slug": "note", "item_id": item, "appId": appID, "modelSlug": "note", "function_id": fnOf[appID],
-				"pipeline_id": pipeOf[appID], "run_id": runOf[appID]}
+				"pipeline_id": pipeOf[appID], "run_id": runOf[appID], "authenticator_id": authOf[appID]}
 		}
 		with := func(a, b map[string]string) map[string]string {
 			for k, v := range b {
@@ -487,6 +496,20 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			{"GET /api/apps/{appId}/{modelSlug}/fields", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
 			{"GET /api/apps/{appId}/{modelSlug}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
 
+			// OAuth authenticators: A's; another app's are absent.
+			{"POST /api/v1/oauth/authenticators/{app_id}", []call{{ids: A, body: newAuthenticator("made"), status: 201},
+				{ids: B, body: newAuthenticator("made"), status: absent}, {ids: C, body: newAuthenticator("made"), status: absent}}},
+			{"GET /api/v1/oauth/authenticators", []call{{ids: none, query: "app_id=" + fa.appID, status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: none, query: "app_id=" + fb.appID, status: absent}, {ids: none, query: "app_id=" + fc.appID, status: absent}}},
+			{"GET /api/v1/oauth/authenticators/{authenticator_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"PATCH /api/v1/oauth/authenticators/{authenticator_id}", []call{{ids: A, body: map[string]any{"is_active": true}, status: 200},
+				{ids: B, body: map[string]any{"is_active": false}, status: absent}, {ids: C, body: map[string]any{"is_active": false}, status: absent}}},
+			{"DELETE /api/v1/oauth/authenticators/{authenticator_id}", []call{{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/apps/{app_id}/service-providers", []call{{ids: A, status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"POST /api/v1/apps/{app_id}/service-providers", []call{{ids: A, body: newAuthenticator("made-here"), status: 201},
+				{ids: B, body: newAuthenticator("made-here"), status: absent}, {ids: C, body: newAuthenticator("made-here"), status: absent}}},
+
 			// Events: another app's filter is as absent as the app.
 			{"GET /api/v1/ws", []call{{ids: none, query: "app_id=" + fa.appID, status: http.StatusSwitchingProtocols},
 				{ids: none, query: "app_id=" + fb.appID, status: absent}, {ids: none, query: "app_id=" + fc.appID, status: absent}}},
@@ -565,7 +588,7 @@ func TestBoundKeyRouteTable(t *testing.T) {
 					require.Equal(t, "NotFoundError", res.str("error_type"), name)
 				}
 				for field, allowed := range c.only {
-					for _, key := range []string{"apps", "agents", "activations", "functions", "pipelines", "runs"} {
+					for _, key := range []string{"apps", "agents", "activations", "functions", "pipelines", "runs", "authenticators"} {
 						for _, item := range list(res, key) {
 							v, _ := item[field].(string)
 							require.Contains(t, strings.Fields(allowed), v, "%s: %s of %v", name, field, item)
@@ -595,6 +618,8 @@ func TestBoundKeyRouteTable(t *testing.T) {
 		require.Equal(t, "active", e.do("GET", "/api/v1/apps/"+fc.appID, nil, bearer(other)).expect(t, 200).str("status"))
 		require.Equal(t, "active", e.do("GET", "/api/v1/agents/"+fb.agentID, nil, bearer(owner)).expect(t, 200).str("status"))
 		require.Equal(t, "active", e.do("GET", "/api/v1/agents/"+fc.agentID, nil, bearer(other)).expect(t, 200).str("status"))
+		require.Equal(t, true, e.do("GET", "/api/v1/oauth/authenticators/"+authOf[fb.appID], nil, bearer(owner)).expect(t, 200).JSON["is_active"])
+		require.Equal(t, true, e.do("GET", "/api/v1/oauth/authenticators/"+authOf[fc.appID], nil, bearer(other)).expect(t, 200).JSON["is_active"])
 		require.Equal(t, []string{"Desk"}, names(list(e.do("GET", "/api/v1/apps?limit=100", nil, bearer(other)).expect(t, 200), "apps")))
 		require.Len(t, list(e.do("GET", "/api/v1/apps", nil, bearer(owner)).expect(t, 200), "apps"), 2, "no app created")
 		require.Equal(t, true, e.do("GET", "/api/v1/users/"+otherID, nil, bearer(owner)).expect(t, 200).JSON["is_active"])

@@ -107,6 +107,10 @@ var extraErrors = map[string]map[int]string{
 	"credentials-auth-url":  credentialErrors(nil),
 	"oauth-callback": {http.StatusBadRequest: "A missing, unknown, tampered, already used or expired `state`, or no `code`.",
 		http.StatusForbidden: "Not completed in a browser logged in (session cookie) as the user who started the flow."},
+	"create-authenticator": {http.StatusConflict: "The app already has an authenticator of this name."},
+	"add-service-provider": {http.StatusConflict: "The app already has an authenticator of this name."},
+	"update-authenticator": {http.StatusConflict: "The app already has an authenticator of this name."},
+	"list-authenticators":  {http.StatusNotFound: "`app_id` names no app of yours."},
 }
 
 const tokenExpired = "TokenExpiredError: the token expired and could not be refreshed, or the connection was lost (the user must connect again)."
@@ -122,6 +126,7 @@ func credentialErrors(more map[int]string) map[int]string {
 		errs[status] = desc
 	}
 	return errs
+
 }
 
 const activateConflict = "The app or agent is disabled, or the Idempotency-Key was used with a different body or is still being processed."
@@ -168,10 +173,22 @@ var moreDescriptions = map[string]string{
 	"stream-activation": "When the credential that opened the stream ends (logout, revoked or expired key, password change, " +
 		"disabled account) the stream ends within a second. A user may hold 100 WebSocket and SSE connections at once (per node); " +
 		"beyond that the request answers 429.",
+	"create-authenticator": authenticatorRules,
+	"add-service-provider": authenticatorRules,
+	"delete-authenticator": "The authenticator's connections are revoked first.",
+	"update-authenticator": "Any subset of the fields, `is_active`, and a new `client_secret` (a manifest's authenticator gets its first one so). " +
+		"The result is validated whole, as a create is.",
 	"worker-status": "Queue depth by state and the throughput of the last minute and hour; admins also see the worker " +
 		"processes (`workers`, with host, pid and heartbeat), which is absent for everyone else.",
 	"worker-jobs": "Ids, kinds, states, attempts, errors and times of the queue's jobs; never an activation's input or output.",
 }
+
+const authenticatorRules = "`client_id` and `client_secret` are required; the secret is stored encrypted and never returned " +
+	"(`has_client_secret`). A known type fills in its provider's endpoints; `custom` needs `authorize_url` and `token_url`. " +
+	"Checked: 1 to 50 scopes without whitespace, the client id's format per type, the `configuration` keys' types, " +
+	"`authorize_url` HTTPS in production, `redirect_uri` the OAuth callback on AP_PUBLIC_URL (its default), and the URLs the " +
+	"platform calls (token, refresh, revoke, `configuration.userinfo_url`) not on a literal private address unless AP_EGRESS_ALLOW allows it. " +
+	"Each failure is a 400 naming the field."
 
 // responseHeaders document the headers success answers name.
 var responseHeaders = map[string]*huma.Header{

@@ -172,6 +172,25 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		c.call(200, "GET", "/api/v1/apps/{app_id}/functions/{function_id}/history", one(app, made), nil, as)
 		c.call(204, "DELETE", "/api/v1/functions/{function_id}", one(made), nil, as)
 
+		// OAuth authenticators: the manifest's, others made here, the errors.
+		helpdesk := list(c.call(200, "GET", "/api/v1/oauth/authenticators?app_id="+app, none, nil, as), "authenticators")[0]["id"].(string)
+		c.call(400, "GET", "/api/v1/oauth/authenticators", none, nil, as)
+		c.call(404, "GET", "/api/v1/oauth/authenticators?app_id="+app, none, nil, bearer(other))
+		c.call(200, "GET", "/api/v1/oauth/authenticators/{authenticator_id}", one(helpdesk), nil, as)
+		c.call(200, "PATCH", "/api/v1/oauth/authenticators/{authenticator_id}", one(helpdesk), map[string]any{"client_secret": "cs", "is_active": false}, as)
+		c.call(400, "PATCH", "/api/v1/oauth/authenticators/{authenticator_id}", one(helpdesk), map[string]any{"scopes": []string{}}, as)
+		googleAuth := map[string]any{"name": "google", "authenticator_type": "google", "client_id": "1-a.apps.googleusercontent.com",
+			"client_secret": "s", "scopes": []string{"openid", "email"}, "configuration": map[string]any{"prompt": "consent", "pkce_enabled": true}}
+		google := c.call(201, "POST", "/api/v1/oauth/authenticators/{app_id}", one(app), googleAuth, as).str("id")
+		c.call(409, "POST", "/api/v1/oauth/authenticators/{app_id}", one(app), googleAuth, as)
+		c.call(400, "POST", "/api/v1/oauth/authenticators/{app_id}", one(app), map[string]any{"name": "x"}, as)
+		c.call(404, "GET", "/api/v1/oauth/authenticators/{authenticator_id}", one(google), nil, bearer(other))
+		c.call(200, "GET", "/api/v1/apps/{app_id}/service-providers", one(app), nil, as)
+		c.call(201, "POST", "/api/v1/apps/{app_id}/service-providers", one(app), map[string]any{"name": "slack", "authenticator_type": "slack",
+			"client_id": "123.456", "client_secret": "s", "scopes": []string{"chat:write"}}, as)
+		c.call(204, "DELETE", "/api/v1/oauth/authenticators/{authenticator_id}", one(google), nil, as)
+		c.call(404, "DELETE", "/api/v1/oauth/authenticators/{authenticator_id}", one(google), nil, as)
+
 		// App data.
 		c.call(200, "GET", "/api/v1/data/{app_id}/models", one(app), nil, as)
 		c.call(201, "POST", "/api/v1/data/{app_id}/models", one(app), map[string]any{"slug": "note", "fields": []any{

@@ -32,6 +32,8 @@ var docTags = []*huma.Tag{
 		"Tokens reach only agent keys and admin or app:access API keys, never a session."},
 	{Name: "data", Description: "Apps' own data: models with typed fields and their records, filtered and sorted in the database; " +
 		"the data explorer's paths under /api/apps answer the same. Open to app:access keys and to a running custom agent's agent key."},
+	{Name: "authenticators", Description: "OAuth 2.0 providers an app's users connect their accounts to: custom (any RFC 6749 service), google, slack, microsoft and yahoo. " +
+		"Client secrets are write-only and stored encrypted."},
 	{Name: "llm-providers", Description: "The LLM providers agents call: the operator's system providers and your own."},
 	{Name: "worker", Description: "The activation queue and the worker processes that run it."},
 	{Name: "operations", Description: "Liveness, readiness and version, for load balancers and monitors. No authentication."},
@@ -111,6 +113,9 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 		"FunctionSpec":              {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
 		"Step":                      {"input": anyJSON(registry)},
 		"Authenticator":             {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
+		"OAuthAuthenticator":        {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
+		"AuthenticatorCreate":       {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
+		"AuthenticatorPatch":        {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
 		"DataRecord":                {"data": anyObject("The record's fields, as the model's field types say")},
 		"Function":                  {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
 		"FunctionCreate":            {"input_schema": anyObject("A JSON Schema (an object) the input must match")},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/oauth"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -216,7 +217,8 @@ func TestOpenAPIIsExact(t *testing.T) {
 	require.Equal(t, doc.op(t, "import-manifest").schemaRef("201"), doc.op(t, "import-manifest").schemaRef("200"))
 	require.ElementsMatch(t, []string{"101"}, statuses("events-websocket"))
 	for id, status := range map[string]string{"create-app": "201", "create-api-key": "201", "activate-agent": "201",
-		"revoke-api-key": "204", "delete-app": "204", "change-password": "204", "get-app": "200"} {
+		"revoke-api-key": "204", "delete-app": "204", "change-password": "204", "get-app": "200",
+		"create-authenticator": "201", "add-service-provider": "201", "delete-authenticator": "204", "update-authenticator": "200"} {
 		require.ElementsMatch(t, []string{status}, statuses(id), id)
 	}
 	for id, status := range map[string]string{"register": "409", "create-app": "409", "import-manifest": "409",
@@ -264,6 +266,12 @@ func TestOpenAPIIsExact(t *testing.T) {
 	require.ElementsMatch(t, []string{"debug", "info", "warn", "error"}, strs(prop(t, doc.schema(t, "LogLine"), "level")["enum"]))
 	require.Contains(t, doc.op(t, "list-pipeline-runs").Responses, "404", "another user's pipeline_id")
 	require.Equal(t, []any{"bearer"}, prop(t, doc.schema(t, "LoginResult"), "token_type")["enum"])
+	for _, s := range []string{"OAuthAuthenticator", "AuthenticatorCreate", "AuthenticatorPatch", "Authenticator"} {
+		require.ElementsMatch(t, oauth.Types(), strs(prop(t, doc.schema(t, s), "authenticator_type")["enum"]), s)
+	}
+	for _, id := range []string{"create-authenticator", "add-service-provider", "update-authenticator"} {
+		require.Contains(t, doc.op(t, id).Responses, "409", id)
+	}
 
 	// The event union: one schema per type, told apart by type.
 	ws := doc.op(t, "events-websocket").Responses["101"]["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
@@ -296,8 +304,11 @@ func TestOpenAPIIsExact(t *testing.T) {
 	require.Subset(t, strs(doc.schema(t, "CreateAPIKeyInputBody")["required"]), []string{"name", "scopes"})
 	require.ElementsMatch(t, []string{"name", "provider_type"}, strs(doc.schema(t, "NewLLMProviderBody")["required"]))
 	require.Empty(t, doc.schema(t, "LlmProviderBody")["required"], "a patch needs nothing")
+	require.ElementsMatch(t, []string{"name", "authenticator_type", "client_id", "client_secret", "scopes"}, strs(doc.schema(t, "AuthenticatorCreate")["required"]))
+	require.Empty(t, doc.schema(t, "AuthenticatorPatch")["required"], "a patch needs nothing")
+	require.NotContains(t, mapOf(doc.schema(t, "OAuthAuthenticator")["properties"]), "client_secret", "never answered")
 	for _, name := range []string{"Activation", "App", "User", "ErrorBody", "LoginResult", "LLMOutput", "APIKey", "LLMProvider",
-		"Function", "Execution", "Pipeline", "Run", "AppModel", "DataRecord", "LogLine", "ActivationLogsOutputBody"} {
+		"Function", "Execution", "Pipeline", "Run", "AppModel", "DataRecord", "LogLine", "ActivationLogsOutputBody", "OAuthAuthenticator"} {
 		s := doc.schema(t, name)
 		var all []string
 		for p := range s["properties"].(map[string]any) {

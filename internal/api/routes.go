@@ -155,6 +155,19 @@ func (a *API) routes() {
 	register(a, op("test-llm-provider", http.MethodPost, "/api/v1/llm-providers/{id}/test", "Make a tiny completion with the provider's default model", "llm-providers"), auth.Account, a.testLLMProvider)
 	register(a, op("list-app-model-providers", http.MethodGet, "/api/v1/apps/{app_id}/model-providers", "LLM providers the app's agents may use", "llm-providers"), auth.AppUse, a.appModelProviders)
 
+	// OAuth authenticators: managed like agents, read with app:access. The
+	// service-provider routes are the same things seen from the app.
+	register(a, domainDecoded(created(op("create-authenticator", http.MethodPost, "/api/v1/oauth/authenticators/{app_id}", "Register an OAuth 2.0 provider for an app", "authenticators"))), auth.User, a.createAuthenticator)
+	documentRawBody[AuthenticatorCreate](a, http.MethodPost, "/api/v1/oauth/authenticators/{app_id}", "application/json")
+	register(a, op("list-authenticators", http.MethodGet, "/api/v1/oauth/authenticators", "Authenticators of an app, in creation order", "authenticators"), auth.AppUse, a.listAuthenticators)
+	register(a, op("get-authenticator", http.MethodGet, "/api/v1/oauth/authenticators/{authenticator_id}", "One authenticator", "authenticators"), auth.AppUse, a.getAuthenticator)
+	register(a, domainDecoded(op("update-authenticator", http.MethodPatch, "/api/v1/oauth/authenticators/{authenticator_id}", "Change any of an authenticator's fields, is_active, or its client secret", "authenticators")), auth.User, a.updateAuthenticator)
+	documentRawBody[AuthenticatorPatch](a, http.MethodPatch, "/api/v1/oauth/authenticators/{authenticator_id}", "application/json")
+	register(a, noContent(op("delete-authenticator", http.MethodDelete, "/api/v1/oauth/authenticators/{authenticator_id}", "Delete an authenticator, its connections revoked", "authenticators")), auth.User, a.deleteAuthenticator)
+	register(a, op("list-service-providers", http.MethodGet, "/api/v1/apps/{app_id}/service-providers", "The app's authenticators (as list-authenticators)", "authenticators"), auth.AppUse, a.listServiceProviders)
+	register(a, domainDecoded(created(op("add-service-provider", http.MethodPost, "/api/v1/apps/{app_id}/service-providers", "Register an OAuth 2.0 provider for the app (as create-authenticator)", "authenticators"))), auth.User, a.createAuthenticator)
+	documentRawBody[AuthenticatorCreate](a, http.MethodPost, "/api/v1/apps/{app_id}/service-providers", "application/json")
+
 	// Events: a WebSocket, served by plain net/http and documented by hand;
 	// it authenticates itself (cookie, bearer or ?token=).
 	a.mux.HandleFunc("GET /api/v1/ws", a.eventsSocket)

@@ -206,7 +206,7 @@ func (s *Service) manifestOf(ctx context.Context, app *store.App) (*Manifest, er
 	m.Agents = mapAll(agents, agentSpec)
 	m.Functions = mapAll(functions, functionSpec)
 	m.Pipelines = mapAll(pipelines, pipelineSpec)
-	m.Authenticators = mapAll(auths, authenticatorSpec)
+	m.Authenticators = mapAll(auths, s.AuthenticatorSpec)
 	return m, nil
 }
 
@@ -228,6 +228,11 @@ type writeOpts struct {
 // caller's app with its slug: all of it in one transaction, so a failure
 // leaves nothing behind.
 func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts writeOpts) (*Imported, error) {
+	for i := range m.Authenticators {
+		if err := s.PrepareAuthenticator(index(join(opts.root, "authenticators"), i)+".", &m.Authenticators[i]); err != nil {
+			return nil, err
+		}
+	}
 	// Sealing is CPU only, but it is done before the transaction all the
 	// same: nothing slow belongs inside SQLite's one writer. A webhook
 	// agent without a secret gets one ready, used if the agent has none

@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/oauth"
 	"github.com/agentplatform/agentplatform/internal/version"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
@@ -119,7 +120,6 @@ var (
 	slugPattern      = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 	fieldNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 	fieldTypes       = []string{"string", "text", "integer", "number", "boolean", "datetime", "json", "enum"}
-	authTypes        = []string{"custom", "google", "slack", "microsoft", "yahoo"}
 	jsonSchemaTypes  = []string{"object", "array", "string", "number", "integer", "boolean", "null"}
 )
 
@@ -270,7 +270,11 @@ func decodeManifest(d *decoder, o *object) *Manifest {
 	auths := map[string]bool{}
 	for i, item := range o.array("authenticators", false) {
 		path := index(o.at("authenticators"), i)
-		a := decodeAuthenticator(d, d.asObject(item, path, true))
+		ao := d.asObject(item, path, true)
+		if ao.has("client_secret") {
+			d.invalid(ao.at("client_secret"), "a manifest carries no secrets; set the client secret on the authenticator after import")
+		}
+		a := decodeAuthenticator(d, ao)
 		if auths[a.Name] {
 			d.invalid(path+".name", "duplicate authenticator name %q", a.Name)
 		}
@@ -464,14 +468,21 @@ func decodePipeline(d *decoder, o *object, refs map[string]map[string]bool) Pipe
 	return p
 }
 
+// decodeAuthenticator validates an authenticator's fields: a manifest's,
+// or an authenticators API body's (whose secret and is_active the
+// authenticator domain reads itself). The rules that depend on the
+// instance are Service.PrepareAuthenticator's.
 func decodeAuthenticator(d *decoder, o *object) Authenticator {
 	a := Authenticator{Name: o.str("name", true)}
 	o.maxLen("name", a.Name, 100)
-	a.AuthenticatorType = o.oneOf("authenticator_type", authTypes...)
-	if o.has("client_secret") {
-		d.invalid(o.at("client_secret"), "a manifest carries no secrets; set the client secret on the authenticator after import")
-	}
+	a.AuthenticatorType = o.oneOf("authenticator_type", oauth.Types()...)
+	preset := oauth.Presets[a.AuthenticatorType]
 	a.ClientID = o.str("client_id", false)
+	if preset != nil && a.ClientID != "" {
+		if problem := preset.CheckClientID(a.ClientID); problem != "" {
+			d.invalid(o.at("client_id"), "%s", problem)
+		}
+	}
 	a.Scopes = o.stringList("scopes")
 	if o != nil && o.get("scopes") == nil {
 		d.missing(o.at("scopes"))
@@ -484,6 +495,7 @@ func decodeAuthenticator(d *decoder, o *object) Authenticator {
 			d.invalid(index(o.at("scopes"), i), "a scope is non-empty and has no whitespace")
 		}
 	}
+	// A known provider's endpoints are filled in; a custom one has none.
 	custom := a.AuthenticatorType == "custom"
 	a.AuthorizeURL = o.httpURL("authorize_url", custom)
 	a.TokenURL = o.httpURL("token_url", custom)
@@ -491,7 +503,11 @@ func decodeAuthenticator(d *decoder, o *object) Authenticator {
 	a.RevokeURL = o.httpURL("revoke_url", false)
 	a.RedirectURI = o.httpURL("redirect_uri", false)
 	if o.get("configuration") != nil {
-		o.obj("configuration", false)
+		if c := o.obj("configuration", false); c != nil && preset != nil {
+			if key, problem := oauth.CheckConfiguration(a.AuthenticatorType, oauth.Configuration(c.m)); key != "" {
+				d.invalid(c.at(key), "%s", problem)
+			}
+		}
 		a.Configuration = o.rawJSON("configuration")
 	}
 	return a
@@ -508,6 +524,12 @@ func DecodeModel(v any) (*Model, error) {
 // API): the manifest's rules, paths from the function's root.
 func DecodeFunction(v any) (*FunctionSpec, error) {
 	return decodePart(v, "function", decodeFunction)
+}
+
+// DecodeAuthenticator validates one OAuth authenticator given on its own
+// (the authenticators API): the manifest's rules, paths from its root.
+func DecodeAuthenticator(v any) (*Authenticator, error) {
+	return decodePart(v, "authenticator", decodeAuthenticator)
 }
 
 // DecodePipeline validates one pipeline given on its own (the pipelines

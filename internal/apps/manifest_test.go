@@ -3,6 +3,7 @@ package apps_test
 import (
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
+	"github.com/agentplatform/agentplatform/internal/oauth"
 )
 
 // base is a valid manifest that each case breaks in one place.
@@ -123,6 +125,25 @@ func TestParseManifestNamesTheFirstBadPath(t *testing.T) {
 		{"no scopes", func(m map[string]any) { at(m, "authenticators", 0).(map[string]any)["scopes"] = []any{} }, "authenticators[0].scopes", "between 1 and 50"},
 		{"scope with space", func(m map[string]any) { at(m, "authenticators", 0).(map[string]any)["scopes"] = []any{"a", "b c"} }, "authenticators[0].scopes[1]", "no whitespace"},
 		{"unknown authenticator type", func(m map[string]any) { at(m, "authenticators", 0).(map[string]any)["authenticator_type"] = "github" }, "authenticators[0].authenticator_type", "custom, google"},
+		{"google client id", func(m map[string]any) {
+			a := at(m, "authenticators", 0).(map[string]any)
+			a["authenticator_type"], a["client_id"] = "google", "1234-abc"
+		}, "authenticators[0].client_id", ".apps.googleusercontent.com"},
+		{"microsoft client id", func(m map[string]any) {
+			a := at(m, "authenticators", 0).(map[string]any)
+			a["authenticator_type"], a["client_id"] = "microsoft", "my-app"
+		}, "authenticators[0].client_id", "GUID"},
+		{"51 scopes", func(m map[string]any) {
+			scopes := make([]any, 51)
+			for i := range scopes {
+				scopes[i] = "s"
+			}
+			at(m, "authenticators", 0).(map[string]any)["scopes"] = scopes
+		}, "authenticators[0].scopes", "between 1 and 50"},
+		{"configuration of a wrong type", func(m map[string]any) {
+			at(m, "authenticators", 0).(map[string]any)["configuration"] = map[string]any{"prompt": "consent", "pkce_enabled": "yes"}
+		}, "authenticators[0].configuration.pkce_enabled", "expected a boolean"},
+		{"configuration not an object", func(m map[string]any) { at(m, "authenticators", 0).(map[string]any)["configuration"] = "x" }, "authenticators[0].configuration", "expected an object"},
 		{"authenticator name too long", func(m map[string]any) { at(m, "authenticators", 0).(map[string]any)["name"] = strings.Repeat("x", 101) }, "authenticators[0].name", "at most 100"},
 		{"first of two problems", func(m map[string]any) {
 			m["slug"] = "BAD"
@@ -171,6 +192,33 @@ agents:
 	require.ErrorContains(t, err, "Malformed JSON body")
 	_, err = apps.ParseManifest([]byte(`[1, 2]`), "application/json")
 	require.ErrorContains(t, err, "Invalid manifest: expected an object")
+}
+
+// TestDecodeAuthenticator: an authenticator on its own (the API's body)
+// has the manifest's rules, paths from its root, and leaves the secret to
+// its caller; a known type may leave its endpoints out.
+func TestDecodeAuthenticator(t *testing.T) {
+	t.Parallel()
+	a, err := apps.DecodeAuthenticator(map[string]any{"name": "g", "authenticator_type": "google", "client_secret": "s",
+		"client_id": "1-a.apps.googleusercontent.com", "scopes": []any{"openid"}, "configuration": map[string]any{"pkce_enabled": true, "x": 1}})
+	require.NoError(t, err)
+	require.Equal(t, "google", a.AuthenticatorType)
+	require.Empty(t, a.TokenURL)
+	require.JSONEq(t, `{"pkce_enabled": true, "x": 1}`, string(a.Configuration), "unknown keys are kept")
+
+	_, err = apps.DecodeAuthenticator(map[string]any{"name": "s", "authenticator_type": "slack", "client_id": "abc", "scopes": []any{"chat:write"}})
+	ae, ok := apperr.As(err)
+	require.True(t, ok, "%v", err)
+	require.Equal(t, "client_id", ae.Field)
+	require.Equal(t, "Invalid value for field client_id: a Slack client id is two numbers joined by a dot, e.g. 1234567890.0987654321", ae.Detail)
+}
+
+// TestAuthenticatorTypesAreTheDocumented: the manifest's documented enum
+// is the oauth package's list of presets.
+func TestAuthenticatorTypesAreTheDocumented(t *testing.T) {
+	t.Parallel()
+	f, _ := reflect.TypeFor[apps.Authenticator]().FieldByName("AuthenticatorType")
+	require.ElementsMatch(t, oauth.Types(), strings.Split(f.Tag.Get("enum"), ","))
 }
 
 func TestExampleManifestIsValid(t *testing.T) {

@@ -230,20 +230,8 @@ func (w *partWriter) authenticator(s *Authenticator, old *store.Authenticator) *
 	if old == nil {
 		old = &store.Authenticator{IsActive: true}
 	}
-	r := &store.Authenticator{AppID: w.app.ID, Name: s.Name, AuthenticatorType: s.AuthenticatorType, ClientID: s.ClientID,
-		ClientSecretEnc: old.ClientSecretEnc, Scopes: s.Scopes, AuthorizeURL: s.AuthorizeURL, TokenURL: s.TokenURL,
-		RefreshURL: s.RefreshURL, RevokeURL: s.RevokeURL, RedirectURI: s.RedirectURI, Configuration: s.Configuration,
-		IsActive: old.IsActive, UpdatedAt: w.now}
+	r := &store.Authenticator{AppID: w.app.ID, ClientSecretEnc: old.ClientSecretEnc, IsActive: old.IsActive, UpdatedAt: w.now}
+	s.SetOn(r)
 	r.ID, r.CreatedAt = w.stamp(old.ID, old.CreatedAt)
 	return r
-}
-
-func authenticatorSpec(r *store.Authenticator) Authenticator {
-	a := Authenticator{Name: r.Name, AuthenticatorType: r.AuthenticatorType, ClientID: r.ClientID, Scopes: orEmpty(r.Scopes),
-		AuthorizeURL: r.AuthorizeURL, TokenURL: r.TokenURL, RefreshURL: r.RefreshURL, RevokeURL: r.RevokeURL,
-		RedirectURI: r.RedirectURI}
-	if len(r.Configuration) > 0 && string(r.Configuration) != "{}" {
-		a.Configuration = r.Configuration
-	}
-	return a
 }

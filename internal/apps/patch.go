@@ -3,6 +3,7 @@ package apps
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -27,7 +28,11 @@ func Merged(cur, patch map[string]any) map[string]any {
 // (a function, a pipeline) into the 409 callers see; other errors pass.
 func NameTaken(err error, part, name string) error {
 	if errors.Is(err, store.ErrConflict) {
-		return apperr.Newf(apperr.Conflict, "The app already has a %s named %q", part, name)
+		article := "a"
+		if strings.ContainsRune("aeiou", rune(part[0])) {
+			article = "an"
+		}
+		return apperr.Newf(apperr.Conflict, "The app already has %s %s named %q", article, part, name)
 	}
 	return err
 }

@@ -48,16 +48,27 @@ type Service struct {
 	auth    *auth.Service
 	secrets *secret.Box
 	egress  *egress.Guard
+	opts    Options
 	now     func() time.Time
 }
 
+// Options are what the domain needs to know of the instance.
+type Options struct {
+	// PublicURL is AP_PUBLIC_URL: an authenticator's redirect_uri is the
+	// OAuth callback on it.
+	PublicURL string
+	// Production is AP_ENV=production: authorize URLs must be HTTPS.
+	Production bool
+}
+
 // New returns the service; secrets seals webhook agents' secrets, and eg
-// refuses agents' URLs on private addresses (nil allows none).
-func New(st *store.Store, a *auth.Service, secrets *secret.Box, eg *egress.Guard) *Service {
+// refuses the URLs of agents and authenticators on private addresses (nil
+// allows none).
+func New(st *store.Store, a *auth.Service, secrets *secret.Box, eg *egress.Guard, opts Options) *Service {
 	if eg == nil {
 		eg = egress.New(nil)
 	}
-	return &Service{store: st, auth: a, secrets: secrets, egress: eg, now: store.Now}
+	return &Service{store: st, auth: a, secrets: secrets, egress: eg, opts: opts, now: store.Now}
 }
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -98,7 +98,11 @@ func (f *Flow) AuthURL(state, verifier string) string {
 	if verifier != "" {
 		opts = append(opts, oauth2.S256ChallengeOption(verifier))
 	}
-	if sep := f.client.Configuration.Str("scope_separator"); sep != "" && sep != " " {
+	sep := f.client.Configuration.Str("scope_separator")
+	if sep == "" {
+		sep = f.provider.ScopeSeparator()
+	}
+	if sep != " " {
 		opts = append(opts, oauth2.SetAuthURLParam("scope", strings.Join(f.client.Scopes, sep)))
 	}
 	for k, vs := range f.provider.AuthParams(f.client.Configuration) {

@@ -7,10 +7,9 @@
 package oauth
 
 import (
-	"fmt"
 	"net/url"
 	"slices"
-	"strings"
+	"strconv"
 )
 
 // Provider is the preset of one authenticator type. Presets are listed in
@@ -28,6 +27,10 @@ type Provider interface {
 	AuthParams(conf Configuration) url.Values
 	// UserInfo maps the claims of the provider's user info answer.
 	UserInfo(claims map[string]any) UserInfo
+	// ScopeSeparator joins the scopes in the authorize URL: a space
+	// (RFC 6749), or what the provider wants instead (Slack: a comma).
+	// configuration.scope_separator overrides it.
+	ScopeSeparator() string
 }
 
 // Endpoints are a provider's URLs. Any may be empty: no revocation, no
@@ -47,7 +50,11 @@ type UserInfo struct {
 
 // Presets are the supported authenticator types.
 var Presets = map[string]Provider{
-	"custom": custom{},
+	"custom":    custom{},
+	"google":    google{},
+	"slack":     slack{},
+	"microsoft": microsoft{},
+	"yahoo":     yahoo{},
 }
 
 // Types lists the supported authenticator types, sorted.
@@ -82,26 +89,24 @@ func (c Configuration) Has(key string) bool {
 	return ok
 }
 
-// passThrough are the configuration keys that are authorize URL parameters
-// of the same name, for every provider: the user asked for them.
-var passThrough = []string{"access_type", "prompt", "approval_prompt", "user_scope", "team", "response_mode", "resource"}
-
-// authParams are the authorize URL parameters of conf that every provider
-// takes: the pass-through keys, and include_granted_scopes as true/false.
-func authParams(conf Configuration) url.Values {
+// authParams are the authorize URL parameters of the named configuration
+// keys that conf sets: strings as they are, booleans as true/false.
+func authParams(conf Configuration, keys ...string) url.Values {
 	v := url.Values{}
-	for _, k := range passThrough {
-		if s := conf.Str(k); s != "" {
-			v.Set(k, s)
+	for _, k := range keys {
+		switch x := conf[k].(type) {
+		case string:
+			if x != "" {
+				v.Set(k, x)
+			}
+		case bool:
+			v.Set(k, strconv.FormatBool(x))
 		}
-	}
-	if conf.Has("include_granted_scopes") {
-		v.Set("include_granted_scopes", fmt.Sprint(conf.Bool("include_granted_scopes")))
 	}
 	return v
 }
 
-// claim is the string claim key of m, "" when absent or not a string.
+// claim is the first of the string claims keys that m has, "" when none.
 func claim(m map[string]any, keys ...string) string {
 	for _, k := range keys {
 		switch v := m[k].(type) {
@@ -110,7 +115,7 @@ func claim(m map[string]any, keys ...string) string {
 				return v
 			}
 		case float64:
-			return strings.TrimSuffix(fmt.Sprintf("%f", v), ".000000")
+			return strconv.FormatFloat(v, 'f', -1, 64)
 		}
 	}
 	return ""
@@ -125,17 +130,3 @@ func oidcUserInfo(m map[string]any) UserInfo {
 	return UserInfo{Email: claim(m, "email"), Name: claim(m, "name"), ProviderUserID: claim(m, "sub", "id", "user_id"),
 		Verified: verified, Picture: claim(m, "picture")}
 }
-
-// custom is an RFC 6749 provider the authenticator describes: its URLs and
-// configuration.userinfo_url.
-type custom struct{}
-
-func (custom) Endpoints(conf Configuration) Endpoints {
-	return Endpoints{UserinfoURL: conf.Str("userinfo_url")}
-}
-func (custom) CheckClientID(id string) string { return "" }
-func (custom) AuthParams(conf Configuration) url.Values {
-	v := authParams(conf)
-	return v
-}
-func (custom) UserInfo(m map[string]any) UserInfo { return oidcUserInfo(m) }

@@ -22,6 +22,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/authenticator"
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/credential"
 	"github.com/agentplatform/agentplatform/internal/egress"
@@ -77,6 +78,8 @@ type Server struct {
 	Pipelines *pipeline.Service
 	// Functions runs apps' functions and records their executions.
 	Functions *function.Service
+	// Authenticators are apps' OAuth client registrations.
+	Authenticators *authenticator.Service
 	// Data is apps' data models and records.
 	Data *appdata.Service
 	// Credentials is users' OAuth connections and their tokens.
@@ -138,7 +141,7 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	s.Egress = egress.New(s.Config.EgressAllow)
-	s.Apps = apps.New(s.Store, s.Auth, s.Secrets, s.Egress)
+	s.Apps = apps.New(s.Store, s.Auth, s.Secrets, s.Egress, apps.Options{PublicURL: s.Config.PublicURL, Production: s.Config.Production()})
 	if err := s.Apps.SeedSystemAgents(ctx); err != nil {
 		return fmt.Errorf("seed system agents: %w", err)
 	}
@@ -182,6 +185,10 @@ func (s *Server) build(ctx context.Context) error {
 		JavaScript: js,
 		Webhook:    executor.NewWebhook(s.Egress, s.Config.PublicURL+"/api/v1", s.Apps.WebhookSecret)}
 	s.Functions = function.New(s.Store, s.Auth, s.Apps, js)
+	s.Authenticators = authenticator.New(s.Store, s.Auth, s.Apps, s.Secrets)
+	// An authenticator's connections are revoked at the provider before it
+	// goes (the rows would go with it anyway).
+	s.Authenticators.OnDelete = s.Credentials.RevokeAll
 	s.Activations = activation.New(activation.Deps{
 		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks, Metrics: s.Metrics,
 		Agents: s.Apps, Resolve: s.resolveLLM, Executors: s.Executors,
@@ -195,7 +202,7 @@ func (s *Server) build(ctx context.Context) error {
 	if s.opts.HTTP {
 		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth,
 			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps, Data: s.Data, Functions: s.Functions, Pipelines: s.Pipelines,
-			Credentials: s.Credentials, Webhooks: s.Webhooks, LLM: s.LLM})
+			Credentials: s.Credentials, Webhooks: s.Webhooks, LLM: s.LLM, Authenticators: s.Authenticators})
 		if err != nil {
 			return err
 		}

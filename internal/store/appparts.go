@@ -167,8 +167,10 @@ func (s *Store) PipelineListByApp(ctx context.Context, appID string) ([]Pipeline
 // Authenticator is an OAuth 2.0 provider definition of an app. The client
 // secret arrives later from the user and is stored sealed.
 type Authenticator struct {
-	ID                string
-	AppID             string
+	ID    string
+	AppID string
+	// UserID is the owner of the app: read with the row, never written.
+	UserID            string
 	Name              string
 	AuthenticatorType string
 	ClientID          string
@@ -188,11 +190,17 @@ type Authenticator struct {
 const authenticatorColumns = `id, app_id, name, authenticator_type, client_id, client_secret_enc, scopes, authorize_url,
 	token_url, refresh_url, revoke_url, redirect_uri, configuration, is_active, created_at, updated_at`
 
+// authenticatorSelect reads authenticators (as au) with their app's owner.
+const authenticatorSelect = `SELECT au.id, au.app_id, au.name, au.authenticator_type, au.client_id, au.client_secret_enc, au.scopes,
+	au.authorize_url, au.token_url, au.refresh_url, au.revoke_url, au.redirect_uri, au.configuration, au.is_active,
+	au.created_at, au.updated_at, ap.user_id
+	FROM authenticators au JOIN apps ap ON ap.id = au.app_id`
+
 func scanAuthenticator(row interface{ Scan(...any) error }, a *Authenticator) error {
 	var scopes, conf []byte
 	if err := row.Scan(&a.ID, &a.AppID, &a.Name, &a.AuthenticatorType, &a.ClientID, &a.ClientSecretEnc, &scopes,
 		&a.AuthorizeURL, &a.TokenURL, &a.RefreshURL, &a.RevokeURL, &a.RedirectURI, &conf, &a.IsActive,
-		&a.CreatedAt, &a.UpdatedAt); err != nil {
+		&a.CreatedAt, &a.UpdatedAt, &a.UserID); err != nil {
 		return err
 	}
 	a.Configuration = json.RawMessage(conf)
@@ -233,13 +241,23 @@ func (s *Store) AuthenticatorDelete(ctx context.Context, id string) error {
 // AuthenticatorGet returns the authenticator with id, whoever owns its app.
 func (s *Store) AuthenticatorGet(ctx context.Context, id string) (*Authenticator, error) {
 	var a Authenticator
-	err := scanAuthenticator(s.reader().QueryRowContext(ctx,
-		`SELECT `+authenticatorColumns+` FROM authenticators WHERE id = $1`, id), &a)
+	err := scanAuthenticator(s.reader().QueryRowContext(ctx, authenticatorSelect+` WHERE au.id = $1`, id), &a)
 	return &a, mapErr(err)
 }
 
 // AuthenticatorListByApp returns an app's authenticators in creation order.
 func (s *Store) AuthenticatorListByApp(ctx context.Context, appID string) ([]Authenticator, error) {
-	return queryAll(ctx, s.reader(), scanAuthenticator,
-		`SELECT `+authenticatorColumns+` FROM authenticators WHERE app_id = $1 ORDER BY created_at, id`, appID)
+	return queryAll(ctx, s.reader(), scanAuthenticator, authenticatorSelect+` WHERE au.app_id = $1 ORDER BY au.created_at, au.id`, appID)
+}
+
+// AuthenticatorPage returns a page of an app's authenticators in creation
+// order, and how many it has.
+func (s *Store) AuthenticatorPage(ctx context.Context, appID string, limit, offset int) ([]Authenticator, int, error) {
+	var total int
+	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM authenticators WHERE app_id = $1`, appID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := queryAll(ctx, s.reader(), scanAuthenticator,
+		authenticatorSelect+` WHERE au.app_id = $1 ORDER BY au.created_at, au.id LIMIT $2 OFFSET $3`, appID, limit, offset)
+	return rows, total, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -135,6 +136,15 @@ func TestAppsStore(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "v1:x", gotA.ClientSecretEnc)
 		require.Equal(t, []string{"r"}, gotA.Scopes)
+		require.Equal(t, u.ID, gotA.UserID, "read with its app's owner")
+		later := &store.Authenticator{ID: uuid.NewString(), AppID: one.ID, Name: "crm2", AuthenticatorType: "custom", CreatedAt: now.Add(time.Second), UpdatedAt: now}
+		require.NoError(t, s.AuthenticatorCreate(ctx, later))
+		page, total, err := s.AuthenticatorPage(ctx, one.ID, 1, 1)
+		require.NoError(t, err)
+		require.Equal(t, 2, total)
+		require.Len(t, page, 1)
+		require.Equal(t, "crm2", page[0].Name, "in creation order")
+		require.Equal(t, u.ID, page[0].UserID)
 
 		require.NoError(t, s.AppDelete(ctx, one.ID))
 		require.ErrorIs(t, s.AppDelete(ctx, one.ID), store.ErrNotFound)
