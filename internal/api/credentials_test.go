@@ -472,3 +472,64 @@ func TestCredentialRefreshAcrossNodes(t *testing.T) {
 		require.Equal(t, tokens[0], tok)
 	}
 }
+
+// TestExampleUsesTheConnectedAccount: the example's custom agent reads the
+// helpdesk account the user connected through ctx.credentials, says when
+// there is none or it needs reconnecting; a webhook agent's key reaches
+// the same credentials over HTTP.
+func TestExampleUsesTheConnectedAccount(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		p := oauthtest.New(t, oauthtest.Options{})
+		e := newEnv(t, d, nil)
+		p.AddClient("support-desk-client", oauthClientSecret, []string{e.srv.Config.PublicURL + "/api/v1/oauth/callback"},
+			[]string{"tickets.read", "tickets.write"})
+		alice := e.signup("alice@example.com")
+		appID := e.importManifest(alice, exampleManifest(t)).expect(t, 201).str("app_id")
+		helpdesk := list(e.do("GET", "/api/v1/apps/"+appID+"/service-providers", nil, bearer(alice)).expect(t, 200), "authenticators")[0]
+		// The example's provider is helpdesk.example.com; here it is the
+		// test's own.
+		e.do("PATCH", "/api/v1/oauth/authenticators/"+helpdesk["id"].(string), map[string]any{"client_secret": oauthClientSecret,
+			"authorize_url": p.AuthorizeURL(), "token_url": p.TokenURL(), "revoke_url": p.RevokeURL(),
+			"configuration": map[string]any{"userinfo_url": p.UserinfoURL(), "pkce_enabled": true}}, bearer(alice)).expect(t, 200)
+		var router string
+		for _, a := range list(e.do("GET", "/api/v1/apps/"+appID+"/agents", nil, bearer(alice)).expect(t, 200), "agents") {
+			if a["name"] == "escalation-router" {
+				router = a["agent_id"].(string)
+			}
+		}
+		route := func() map[string]any {
+			id := e.do("POST", "/api/v1/agents/"+router+"/activate", map[string]any{"input_data": map[string]any{
+				"subject": "Login broken", "body": "An error on login.", "customer_email": "grace@example.com"}}, bearer(alice)).expect(t, 201).str("activation_id")
+			done := e.await(alice, id)
+			require.Equal(t, "completed", done.str("status"), done.str("error"))
+			return done.JSON["output_data"].(map[string]any)["helpdesk"].(map[string]any)
+		}
+		require.Equal(t, map[string]any{"status": "not connected"}, route())
+
+		r := e.do("GET", "/api/v1/credentials/"+appID+"/helpdesk/authorize?return_to=/apps/"+appID, nil, cookie(alice)).expect(t, 302)
+		code, state := e.consent(r.Header.Get("Location"), "alice")
+		e.do("GET", "/api/v1/oauth/callback?code="+url.QueryEscape(code)+"&state="+url.QueryEscape(state), nil, cookie(alice)).expect(t, 303)
+		got := route()
+		require.Equal(t, "connected", got["status"])
+		require.Equal(t, "alice@example.test", got["account"])
+		require.NotEmpty(t, got["token_expires_at"])
+
+		// A webhook agent's key reaches the credentials of its app.
+		rc := newAgentReceiver(t, e)
+		hook := rc.webhookAgent(t, alice, appID, "hook", "run", 30)
+		calls := []string{"/api/v1/credentials/" + appID + "/helpdesk", "/api/v1/credentials/" + appID + "/helpdesk/token-info"}
+		id := e.do("POST", "/api/v1/agents/"+hook+"/activate", map[string]any{"input_data": map[string]any{"calls": calls}},
+			bearer(alice)).expect(t, 201).str("activation_id")
+		done := e.await(alice, id)
+		require.Equal(t, []any{200.0, 200.0}, done.JSON["output_data"].(map[string]any)["statuses"])
+
+		// The provider revokes the grant: the next refresh fails for
+		// good, and the agent asks for a reconnection.
+		p.RevokeAllFor("alice")
+		e.expireLocally(appID)
+		got = route()
+		require.Equal(t, "reconnect needed", got["status"])
+		require.Contains(t, got["reason"], "must connect again")
+	})
+}

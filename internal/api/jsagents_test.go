@@ -57,7 +57,7 @@ func TestJavaScriptAgentRunsWithItsServices(t *testing.T) {
 		first := e.await(tok, e.activateJS(tok, ag, map[string]any{"name": "Ada"}))
 		require.Equal(t, "completed", first.str("status"), first.str("error"))
 		require.Equal(t, map[string]any{"before": nil, "listed": []any{map[string]any{"key": "count", "value": 1.0}},
-			"text": "echo: hello Ada", "creds": "CredentialNotFoundError", "app": true, "key": true}, first.JSON["output_data"])
+			"text": "echo: hello Ada", "creds": "ProviderNotSupportedError", "app": true, "key": true}, first.JSON["output_data"])
 		second := e.await(tok, e.activateJS(tok, ag, map[string]any{"name": "Bob"}))
 		require.Equal(t, 1.0, second.JSON["output_data"].(map[string]any)["before"], "storage outlives a run")
 
