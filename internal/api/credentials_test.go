@@ -195,8 +195,13 @@ func TestCredentialFlow(t *testing.T) {
 		require.EqualValues(t, 2, p.Revocations())
 		require.Empty(t, list(e.do("GET", "/api/v1/credentials", nil, bearer(alice)).expect(t, 200), "connections"))
 
-		// Nothing secret in plaintext: not in the database, not in the logs.
-		secrets := []string{c.str("access_token"), c.str("refresh_token"), c2.str("access_token"), c2.str("refresh_token"), oauthClientSecret}
+		// Nothing secret in plaintext: not in the database, not in the logs,
+		// and neither is an LLM provider's API key.
+		const providerKey = "sk-plaintext-5e1d0c"
+		e.do("POST", "/api/v1/llm-providers", map[string]any{"name": "mine", "provider_type": "openai",
+			"base_url": "https://llm.example.com/v1", "api_key": providerKey}, bearer(alice)).expect(t, 201)
+		secrets := []string{c.str("access_token"), c.str("refresh_token"), c2.str("access_token"), c2.str("refresh_token"),
+			oauthClientSecret, providerKey}
 		for _, s := range secrets {
 			require.NotContains(t, e.logs.String(), s)
 		}
@@ -221,7 +226,7 @@ func requireNoPlaintext(t *testing.T, e *env, secrets []string) {
 		}
 		return
 	}
-	for _, table := range []string{"authenticators", "connections", "oauth_states", "events"} {
+	for _, table := range []string{"authenticators", "connections", "oauth_states", "events", "llm_providers"} {
 		rows, err := e.srv.Store.DB().Query(`SELECT row_to_json(t)::text FROM ` + table + ` t`)
 		require.NoError(t, err)
 		for rows.Next() {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
+	"github.com/agentplatform/agentplatform/internal/oauthtest"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -190,6 +191,37 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 			"client_id": "123.456", "client_secret": "s", "scopes": []string{"chat:write"}}, as)
 		c.call(204, "DELETE", "/api/v1/oauth/authenticators/{authenticator_id}", one(google), nil, as)
 		c.call(404, "DELETE", "/api/v1/oauth/authenticators/{authenticator_id}", one(google), nil, as)
+
+		// The credential service, against a real OAuth server.
+		p := oauthtest.New(t, oauthtest.Options{})
+		p.AddClient("support-desk-client", "cs", []string{e.srv.Config.PublicURL + "/api/v1/oauth/callback"}, []string{"tickets.read", "tickets.write"})
+		c.call(200, "PATCH", "/api/v1/oauth/authenticators/{authenticator_id}", one(helpdesk), map[string]any{"is_active": true,
+			"authorize_url": p.AuthorizeURL(), "token_url": p.TokenURL(), "revoke_url": p.RevokeURL(),
+			"configuration": map[string]any{"userinfo_url": p.UserinfoURL(), "pkce_enabled": true}}, as)
+		cred := one(app, "helpdesk")
+		c.call(404, "GET", "/api/v1/credentials/{app_id}/{provider}", cred, nil, as)
+		c.call(400, "GET", "/api/v1/credentials/{app_id}/{provider}", one(app, "nope"), nil, as)
+		c.call(200, "GET", "/api/v1/credentials/{app_id}/{provider}/auth-url", cred, nil, as)
+		authz := c.call(302, "GET", "/api/v1/credentials/{app_id}/{provider}/authorize?return_to=/apps", cred, nil, cookie(admin))
+		code, state := e.consent(authz.Header.Get("Location"), "ada")
+		c.call(403, "GET", "/api/v1/oauth/callback?code="+code+"&state="+state, none, nil)
+		c.call(303, "GET", "/api/v1/oauth/callback?code="+code+"&state="+state, none, nil, cookie(admin))
+		c.call(400, "GET", "/api/v1/oauth/callback?code="+code+"&state="+state, none, nil, cookie(admin))
+		appKey := bearer(c.call(201, "POST", "/api/v1/user/api-keys", none, map[string]any{"name": "agent", "scopes": []string{"app:access"}}, as).str("key"))
+		c.call(200, "GET", "/api/v1/credentials?app_id="+app, none, nil, as)
+		c.call(200, "GET", "/api/v1/credentials/{app_id}/{provider}", cred, nil, appKey)
+		c.call(200, "GET", "/api/v1/credentials/{app_id}/{provider}", cred, nil, as)
+		c.call(403, "GET", "/api/v1/credentials/{app_id}/{provider}?required_scopes=admin", cred, nil, appKey)
+		c.call(200, "GET", "/api/v1/credentials/{app_id}/{provider}/connected", cred, nil, as)
+		c.call(200, "POST", "/api/v1/credentials/{app_id}/{provider}/validate-scopes", cred, map[string]any{"required_scopes": []string{"x"}}, as)
+		c.call(200, "GET", "/api/v1/credentials/{app_id}/{provider}/token-info", cred, nil, as)
+		c.call(200, "GET", "/api/v1/credentials/{app_id}/{provider}/user-info", cred, nil, as)
+		c.call(200, "POST", "/api/v1/credentials/{app_id}/{provider}/refresh", cred, nil, appKey)
+		p.SetDown(true)
+		c.call(502, "POST", "/api/v1/credentials/{app_id}/{provider}/refresh", cred, nil, appKey)
+		c.call(200, "GET", "/api/v1/credentials?app_id="+app, none, nil, as)
+		p.SetDown(false)
+		c.call(200, "DELETE", "/api/v1/credentials/{app_id}/{provider}", cred, nil, as)
 
 		// App data.
 		c.call(200, "GET", "/api/v1/data/{app_id}/models", one(app), nil, as)
