@@ -140,7 +140,7 @@ func (s *Service) Callback(ctx context.Context, c *auth.Caller, code, state, pro
 		return "", err
 	}
 	if providerError != "" {
-		return withQuery(st.ReturnTo, "error", providerError, a.Name), nil
+		return withQuery(st.ReturnTo, "error", errorCode(providerError), a.Name), nil
 	}
 	if code == "" {
 		return "", apperr.Invalid("code", "Missing required field: code")
@@ -166,6 +166,16 @@ func (s *Service) Callback(ctx context.Context, c *auth.Caller, code, state, pro
 		return "", err
 	}
 	return withQuery(st.ReturnTo, "connected", a.Name, ""), nil
+}
+
+// errorCode is a provider's error parameter as passed on to return_to:
+// an RFC 6749 error code is letters and underscores; anything else is not
+// repeated to the page.
+func errorCode(s string) string {
+	if len(s) > 64 || strings.IndexFunc(s, func(r rune) bool { return (r < 'a' || r > 'z') && r != '_' }) >= 0 {
+		return "provider_error"
+	}
+	return s
 }
 
 var errBadState = apperr.Invalid("state", "Unknown, tampered or already used state: start the connection again")
