@@ -302,6 +302,29 @@ func TestCredentialFlowRefusals(t *testing.T) {
 	})
 }
 
+// sameToken makes n concurrent get_credentials calls (get(i) makes call
+// i) while the provider answers slowly, and answers the one token they
+// all got.
+func sameToken(t *testing.T, p *oauthtest.Server, n int, get func(i int) string) string {
+	t.Helper()
+	p.SetTokenDelay(250 * time.Millisecond)
+	defer p.SetTokenDelay(0)
+	var wg sync.WaitGroup
+	tokens := make([]string, n)
+	for i := range tokens {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tokens[i] = get(i)
+		}()
+	}
+	wg.Wait()
+	for _, tok := range tokens {
+		require.Equal(t, tokens[0], tok)
+	}
+	return tokens[0]
+}
+
 func TestCredentialRefreshSingleFlight(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
@@ -318,23 +341,9 @@ func TestCredentialRefreshSingleFlight(t *testing.T) {
 		// the provider (a second would reuse a rotated refresh token,
 		// which kills the grant), and all get its new token.
 		e.expireLocally(appID)
-		p.SetTokenDelay(200 * time.Millisecond)
-		var wg sync.WaitGroup
-		tokens := make([]string, 50)
-		for i := range tokens {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				tokens[i] = e.do("GET", base, nil, bearer(key)).expect(t, 200).str("access_token")
-			}()
-		}
-		wg.Wait()
-		p.SetTokenDelay(0)
+		token := sameToken(t, p, 50, func(int) string { return e.do("GET", base, nil, bearer(key)).expect(t, 200).str("access_token") })
 		require.EqualValues(t, 1, p.Refreshes())
-		for _, tok := range tokens {
-			require.Equal(t, tokens[0], tok)
-		}
-		require.NotEqual(t, old, tokens[0])
+		require.NotEqual(t, old, token)
 		// The new token works at the provider.
 		e.do("GET", base+"/user-info", nil, bearer(key)).expect(t, 200)
 	})
@@ -456,26 +465,12 @@ func TestCredentialRefreshAcrossNodes(t *testing.T) {
 	old := two.do("GET", base, nil, bearer(key)).expect(t, 200).str("access_token")
 
 	one.expireLocally(appID)
-	p.SetTokenDelay(300 * time.Millisecond)
-	var wg sync.WaitGroup
-	tokens := make([]string, 20)
-	for i := range tokens {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			node := one
-			if i%2 == 1 {
-				node = two
-			}
-			tokens[i] = node.do("GET", base, nil, bearer(key)).expect(t, 200).str("access_token")
-		}()
-	}
-	wg.Wait()
+	token := sameToken(t, p, 20, func(i int) string {
+		node := []*env{one, two}[i%2]
+		return node.do("GET", base, nil, bearer(key)).expect(t, 200).str("access_token")
+	})
 	require.EqualValues(t, 1, p.Refreshes())
-	require.NotEqual(t, old, tokens[0])
-	for _, tok := range tokens {
-		require.Equal(t, tokens[0], tok)
-	}
+	require.NotEqual(t, old, token)
 }
 
 // TestExampleUsesTheConnectedAccount: the example's custom agent reads the

@@ -169,7 +169,7 @@ func (s *Service) resolve(ctx context.Context, c *auth.Caller, appID, provider s
 	if err != nil {
 		return nil, err
 	}
-	if t.AppOwner != c.UserID {
+	if t.Authenticator.UserID != c.UserID {
 		return nil, errAppNotFound
 	}
 	if !t.Authenticator.IsActive {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -166,11 +165,10 @@ func (s *Store) ConnectionGet(ctx context.Context, id string) (*Connection, erro
 	return &c, mapErr(err)
 }
 
-// CredentialTarget is what a credential call names, resolved in one read:
-// the app's owner, the authenticator of that name, and the caller's
-// connection to it (nil when there is none).
+// CredentialTarget is what a credential call names: the authenticator of
+// that name (its UserID is the app's owner), and the caller's connection
+// to it (nil when there is none).
 type CredentialTarget struct {
-	AppOwner      string
 	Authenticator Authenticator
 	Connection    *Connection
 }
@@ -180,32 +178,19 @@ type CredentialTarget struct {
 // (or there is no such app: AppGet tells them apart).
 func (s *Store) CredentialTargetGet(ctx context.Context, userID, appID, name string) (*CredentialTarget, error) {
 	var t CredentialTarget
-	var c Connection
-	var connID sql.NullString
-	row := s.reader().QueryRowContext(ctx, `SELECT p.user_id, `+prefixed("a.", authenticatorColumns)+`, c.id
-		FROM apps p JOIN authenticators a ON a.app_id = p.id
-		LEFT JOIN connections c ON c.authenticator_id = a.id AND c.user_id = $3 AND c.app_id = p.id
-		WHERE p.id = $1 AND a.name = $2`, appID, name, userID)
-	var scopes, conf []byte
-	a := &t.Authenticator
-	if err := row.Scan(&t.AppOwner, &a.ID, &a.AppID, &a.Name, &a.AuthenticatorType, &a.ClientID, &a.ClientSecretEnc, &scopes,
-		&a.AuthorizeURL, &a.TokenURL, &a.RefreshURL, &a.RevokeURL, &a.RedirectURI, &conf, &a.IsActive,
-		&a.CreatedAt, &a.UpdatedAt, &connID); err != nil {
+	err := scanAuthenticator(s.reader().QueryRowContext(ctx, authenticatorSelect+` WHERE au.app_id = $1 AND au.name = $2`,
+		appID, name), &t.Authenticator)
+	if err != nil {
 		return nil, mapErr(err)
 	}
-	a.Configuration = json.RawMessage(conf)
-	if err := json.Unmarshal(scopes, &a.Scopes); err != nil {
+	var c Connection
+	err = scanConnection(s.reader().QueryRowContext(ctx, `SELECT `+connectionColumns+` FROM connections
+		WHERE user_id = $1 AND app_id = $2 AND authenticator_id = $3`, userID, appID, t.Authenticator.ID), &c)
+	switch {
+	case err == nil:
+		t.Connection = &c
+	case !errors.Is(err, sql.ErrNoRows):
 		return nil, err
-	}
-	if connID.Valid {
-		err := scanConnection(s.reader().QueryRowContext(ctx, `SELECT `+connectionColumns+` FROM connections WHERE id = $1`,
-			connID.String), &c)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return nil, err
-		}
-		if err == nil {
-			t.Connection = &c
-		}
 	}
 	return &t, nil
 }
@@ -315,13 +300,4 @@ func orEmptyStrings(v []string) []string {
 		return []string{}
 	}
 	return v
-}
-
-// prefixed qualifies each column of a column list with p (e.g. "a.").
-func prefixed(p, columns string) string {
-	cols := strings.Split(columns, ",")
-	for i, c := range cols {
-		cols[i] = p + strings.TrimSpace(c)
-	}
-	return strings.Join(cols, ", ")
 }

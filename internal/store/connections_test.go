@@ -43,7 +43,7 @@ func TestConnectionsStore(t *testing.T) {
 
 		target, err := s.CredentialTargetGet(ctx, u.ID, app.ID, "crm")
 		require.NoError(t, err)
-		require.Equal(t, u.ID, target.AppOwner)
+		require.Equal(t, u.ID, target.Authenticator.UserID, "the app's owner")
 		require.Equal(t, auth.ID, target.Authenticator.ID)
 		require.NotNil(t, target.Connection)
 		require.Equal(t, "v1:a", target.Connection.AccessTokenEnc)
