@@ -177,7 +177,7 @@ func TestAuthenticatorLifecycle(t *testing.T) {
 		require.Equal(t, false, r.JSON["has_more"])
 		helpdesk := items[0]
 		require.Equal(t, false, helpdesk["has_client_secret"])
-		require.Equal(t, map[string]any{"userinfo_url": "https://helpdesk.example.com/api/me"}, helpdesk["configuration"])
+		require.Equal(t, map[string]any{"userinfo_url": "https://helpdesk.example.com/api/me", "pkce_enabled": true}, helpdesk["configuration"])
 		p := answered(e.do("PATCH", "/api/v1/oauth/authenticators/"+helpdesk["id"].(string), map[string]any{"client_secret": plaintext + "-2"}, bearer(tok)).expect(t, 200))
 		require.Equal(t, true, p.JSON["has_client_secret"])
 		require.Equal(t, helpdesk["token_url"], p.str("token_url"), "the rest stays")
