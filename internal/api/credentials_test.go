@@ -447,32 +447,6 @@ func TestCredentialBackgroundRefresh(t *testing.T) {
 	})
 }
 
-// TestCredentialRefreshAcrossNodes: two platform processes on one
-// PostgreSQL database find the same token expired at once; one refresh
-// reaches the provider, and both hand out its new token.
-func TestCredentialRefreshAcrossNodes(t *testing.T) {
-	t.Parallel()
-	p := oauthtest.New(t, oauthtest.Options{})
-	dsn := testdb.URL(t, store.Postgres)
-	shared := map[string]string{"AP_DATABASE_URL": dsn, "AP_SECRET_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
-	one := newEnv(t, store.Postgres, shared)
-	two := newEnv(t, store.Postgres, shared)
-	alice := one.signup("alice@example.com")
-	appID := one.oauthApp(alice, p, "crm-app")
-	one.connect(alice, appID, p, "alice", "/").expect(t, 303)
-	key := one.keyWith(alice, "app:access")
-	base := "/api/v1/credentials/" + appID + "/crm"
-	old := two.do("GET", base, nil, bearer(key)).expect(t, 200).str("access_token")
-
-	one.expireLocally(appID)
-	token := sameToken(t, p, 20, func(i int) string {
-		node := []*env{one, two}[i%2]
-		return node.do("GET", base, nil, bearer(key)).expect(t, 200).str("access_token")
-	})
-	require.EqualValues(t, 1, p.Refreshes())
-	require.NotEqual(t, old, token)
-}
-
 // TestExampleUsesTheConnectedAccount: the example's custom agent reads the
 // helpdesk account the user connected through ctx.credentials, says when
 // there is none or it needs reconnecting; a webhook agent's key reaches
