@@ -69,11 +69,17 @@ func (w *scanWorker) Work(ctx context.Context, _ *river.Job[ScanArgs]) error {
 	return err
 }
 
+// stateKept is how long an expired authorization state is kept, so that
+// a user who comes back late from the provider is told the attempt
+// expired rather than that it is unknown.
+const stateKept = time.Hour
+
 // Scan claims the connections due for a refresh and enqueues a refresh
-// job for each; it answers how many. Expired authorization states go too.
+// job for each; it answers how many. Long-expired authorization states go
+// too.
 func (s *Service) Scan(ctx context.Context) (int, error) {
 	now := s.now()
-	if _, err := s.store.OAuthStateDeleteExpired(ctx, now); err != nil {
+	if _, err := s.store.OAuthStateDeleteExpired(ctx, now.Add(-stateKept)); err != nil {
 		return 0, err
 	}
 	total := 0

@@ -286,9 +286,9 @@ func (s *Store) OAuthStateTake(ctx context.Context, hash []byte) (*OAuthState, e
 	return &st, mapErr(err)
 }
 
-// OAuthStateDeleteExpired deletes the states that expired before now.
-func (s *Store) OAuthStateDeleteExpired(ctx context.Context, now time.Time) (int64, error) {
-	res, err := s.writer().ExecContext(ctx, `DELETE FROM oauth_states WHERE expires_at < $1`, s.ts(now))
+// OAuthStateDeleteExpired deletes the states that expired before t.
+func (s *Store) OAuthStateDeleteExpired(ctx context.Context, t time.Time) (int64, error) {
+	res, err := s.writer().ExecContext(ctx, `DELETE FROM oauth_states WHERE expires_at < $1`, s.ts(t))
 	if err != nil {
 		return 0, err
 	}
