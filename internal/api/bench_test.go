@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -158,8 +157,7 @@ func BenchmarkFunctionExecute(b *testing.B) {
 			url := e.url + "/api/v1/apps/" + appID + "/functions/" + fn + "/execute"
 			body := []byte(`{"input":{"n":1}}`)
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-			var mu sync.Mutex
-			var took []time.Duration
+			var l latencies
 			b.ReportAllocs()
 			b.SetParallelism(8) // 16 in flight on 2 CPUs
 			b.ResetTimer()
@@ -174,17 +172,11 @@ func BenchmarkFunctionExecute(b *testing.B) {
 						b.Errorf("status %d, execution %q: %v", status, out.Status, err)
 						return
 					}
-					d := time.Since(start)
-					mu.Lock()
-					took = append(took, d)
-					mu.Unlock()
+					l.add(time.Since(start))
 				}
 			})
 			b.StopTimer()
-			slices.Sort(took)
-			if len(took) > 0 {
-				b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
-			}
+			l.report(b, "")
 		})
 	}
 }

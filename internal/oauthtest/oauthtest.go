@@ -42,6 +42,7 @@ import (
 	"github.com/ory/fosite"
 	"github.com/ory/fosite/compose"
 	"github.com/ory/fosite/storage"
+	"golang.org/x/oauth2"
 
 	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 )
@@ -365,4 +366,30 @@ func (s *Server) unavailable(w http.ResponseWriter) bool {
 	}
 	http.Error(w, "oauthtest: the provider is down", http.StatusServiceUnavailable)
 	return true
+}
+
+// Grant is a grant made straight to a client, as if its user had
+// connected through the platform: the code flow run against the server's
+// own endpoints with x/oauth2, for tests and benchmarks that need many real
+// grants without a browser. redirectURI must be one of the client's.
+func (s *Server) Grant(ctx context.Context, client *http.Client, clientID, clientSecret, redirectURI, subject string, scopes []string) (*oauth2.Token, error) {
+	conf := &oauth2.Config{ClientID: clientID, ClientSecret: clientSecret, RedirectURL: redirectURI, Scopes: scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: s.AuthorizeURL(), TokenURL: s.TokenURL()}}
+	noFollow := *client
+	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+		conf.AuthCodeURL("grant-"+subject)+"&"+url.Values{"login_as": {subject}}.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := noFollow.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	res.Body.Close()
+	loc, err := url.Parse(res.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		return nil, fmt.Errorf("oauthtest: authorize answered %d, %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	return conf.Exchange(context.WithValue(ctx, oauth2.HTTPClient, client), loc.Query().Get("code"))
 }
