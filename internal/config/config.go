@@ -42,6 +42,9 @@ type Config struct {
 	// CredentialScanInterval is how often the background refresher looks
 	// for OAuth tokens due for a refresh (AP_CREDENTIAL_SCAN_INTERVAL).
 	CredentialScanInterval time.Duration
+	// CredentialRefreshRate bounds the background refreshes one worker
+	// process starts per second (AP_CREDENTIAL_REFRESH_RATE).
+	CredentialRefreshRate int
 
 	OpenAIAPIKey    string // AP_OPENAI_API_KEY
 	OpenAIBaseURL   string // AP_OPENAI_BASE_URL
@@ -95,6 +98,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		LoginFailureLimit:      10,
 		SessionTTL:             30 * 24 * time.Hour,
 		CredentialScanInterval: 15 * time.Second,
+		CredentialRefreshRate:  50,
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -142,6 +146,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	str("AP_REGISTRATION", &c.Registration)
 	integer("AP_RATE_LIMIT", &c.RateLimit)
 	integer("AP_LOGIN_FAILURE_LIMIT", &c.LoginFailureLimit)
+	integer("AP_CREDENTIAL_REFRESH_RATE", &c.CredentialRefreshRate)
 	duration := func(name string, dst *time.Duration) {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -214,6 +219,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CredentialScanInterval < 100*time.Millisecond || c.CredentialScanInterval > time.Minute {
 		bad("AP_CREDENTIAL_SCAN_INTERVAL must be between 100ms and 1m")
+	}
+	if c.CredentialRefreshRate < 1 || c.CredentialRefreshRate > 10000 {
+		bad("AP_CREDENTIAL_REFRESH_RATE must be between 1 and 10000")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		bad("AP_TLS_CERT and AP_TLS_KEY go together")

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -15,8 +16,10 @@ import (
 // housekeeping.
 const Queue = "credentials"
 
-// refreshWorkers bounds this process's concurrent background refreshes.
-const refreshWorkers = 8
+// refreshWorkers bounds this process's concurrent background refreshes:
+// enough for Options.RefreshRate against providers that take a few hundred
+// milliseconds to answer; the rate, not this, bounds the CPU they use.
+const refreshWorkers = 32
 
 // scanBatch bounds the connections one scan hands out; the next scan takes
 // the rest.
@@ -40,11 +43,15 @@ type RefreshArgs struct {
 // Kind implements river.JobArgs.
 func (RefreshArgs) Kind() string { return "credential_refresh" }
 
-// InsertOpts implements river.JobArgsWithInsertOpts: its queue, and no
-// River retries, since a failed refresh is retried on the connection's own
-// schedule (Backoff), which its health shows.
+// InsertOpts implements river.JobArgsWithInsertOpts: its queue, no River
+// retries, since a failed refresh is retried on the connection's own
+// schedule (Backoff), which its health shows, and one waiting job per
+// connection: a scan that claims a connection again because its paced job
+// has not run yet within claimFor adds none.
 func (RefreshArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: Queue, MaxAttempts: 1}
+	return river.InsertOpts{Queue: Queue, MaxAttempts: 1, UniqueOpts: river.UniqueOpts{ByArgs: true,
+		ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+			rivertype.JobStateRetryable, rivertype.JobStateScheduled}}}
 }
 
 // AddJobs registers the refresher with q: the periodic scan (on River's
@@ -68,6 +75,10 @@ func (w *scanWorker) Work(ctx context.Context, _ *river.Job[ScanArgs]) error {
 	_, err := w.s.Scan(ctx)
 	return err
 }
+
+// unpacedWithin is how close to its expiry a token's background refresh
+// skips the pace.
+const unpacedWithin = time.Minute
 
 // stateKept is how long an expired authorization state is kept, so that
 // a user who comes back late from the provider is told the attempt
@@ -127,6 +138,13 @@ func (s *Service) refreshDue(ctx context.Context, id string) error {
 	}
 	if !s.due(conn) {
 		return nil
+	}
+	// Pacing must never let a token expire: one about to is refreshed at
+	// once.
+	if conn.ExpiresAt == nil || conn.ExpiresAt.Sub(s.now()) > unpacedWithin {
+		if err := s.pace.Wait(ctx); err != nil {
+			return err
+		}
 	}
 	_, err = s.refresh(ctx, conn, false)
 	return err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
@@ -49,6 +50,9 @@ type Options struct {
 	ScanInterval time.Duration
 	// ProviderTimeout bounds one call to a provider (default 15 s).
 	ProviderTimeout time.Duration
+	// RefreshRate bounds the background refreshes this process starts
+	// per second (default 50).
+	RefreshRate int
 }
 
 // Service is the credential service.
@@ -63,6 +67,10 @@ type Service struct {
 	// flight joins this process's concurrent refreshes of one connection;
 	// the store's lease joins those of different processes.
 	flight singleflight.Group
+	// pace spreads background refreshes out, so that a fleet of tokens
+	// falling due together does not starve the API of CPU; on-the-spot
+	// refreshes are not paced.
+	pace *rate.Limiter
 	// node names this process's leases.
 	node string
 	now  func() time.Time
@@ -76,11 +84,15 @@ func New(s *store.Store, box *secret.Box, bus *events.Bus, log *slog.Logger, opt
 	if opts.ProviderTimeout <= 0 {
 		opts.ProviderTimeout = 15 * time.Second
 	}
+	if opts.RefreshRate <= 0 {
+		opts.RefreshRate = 50
+	}
 	guard := opts.Egress
 	if guard == nil {
 		guard = egress.New(nil)
 	}
 	return &Service{store: s, box: box, events: bus, log: log, opts: opts, node: uuid.NewString(), now: store.Now,
+		pace: rate.NewLimiter(rate.Limit(opts.RefreshRate), 1),
 		http: guard.Client(egress.Options{Field: "the authenticator's URL", Timeout: opts.ProviderTimeout, MaxBody: 1 << 20})}
 }
 

@@ -175,7 +175,8 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	s.Data = appdata.New(s.Store)
 	s.Credentials = credential.New(s.Store, s.Secrets, s.Events, s.Log, credential.Options{Egress: s.Egress,
-		PublicURL: s.Config.PublicURL, ScanInterval: s.Config.CredentialScanInterval})
+		PublicURL: s.Config.PublicURL, ScanInterval: s.Config.CredentialScanInterval,
+		RefreshRate: s.Config.CredentialRefreshRate})
 	s.Credentials.AddJobs(s.Queue)
 	llmExec := executor.NewLLM(s.resolveLLM, s.Store, s.Log)
 	js := executor.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
