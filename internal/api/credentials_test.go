@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplatform/agentplatform/internal/credential"
 	"github.com/agentplatform/agentplatform/internal/oauthtest"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
@@ -505,5 +506,36 @@ func TestExampleUsesTheConnectedAccount(t *testing.T) {
 		got = route()
 		require.Equal(t, "reconnect needed", got["status"])
 		require.Contains(t, got["reason"], "must connect again")
+	})
+}
+
+// TestCredentialScanKeepsOneJobPerConnection: paced refresh jobs may wait
+// longer than a scan's claim lasts; a connection claimed again meanwhile
+// gets no second job.
+func TestCredentialScanKeepsOneJobPerConnection(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		p := oauthtest.New(t, oauthtest.Options{})
+		e := newEnv(t, d, map[string]string{"AP_CREDENTIAL_SCAN_INTERVAL": "1m"})
+		alice := e.signup("alice@example.com")
+		appID := e.oauthApp(alice, p, "crm-app")
+		e.connect(alice, appID, p, "alice", "/").expect(t, 303)
+		ctx := t.Context()
+		require.NoError(t, e.srv.Queue.Client().QueuePause(ctx, credential.Queue, nil))
+		past := time.Now().Add(-time.Minute).UTC()
+		v := any(past)
+		if d == store.SQLite {
+			v = past.Format("2006-01-02T15:04:05.000000Z")
+		}
+		for range 2 {
+			_, err := e.srv.Store.DB().Exec(`UPDATE connections SET next_refresh_at = $1`, v)
+			require.NoError(t, err)
+			n, err := e.srv.Credentials.Scan(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, n, "the scan claims the connection")
+		}
+		var jobs int
+		require.NoError(t, e.srv.Store.DB().QueryRow(`SELECT count(*) FROM river_job WHERE kind = 'credential_refresh'`).Scan(&jobs))
+		require.Equal(t, 1, jobs)
 	})
 }
