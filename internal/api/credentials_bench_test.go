@@ -79,20 +79,12 @@ func getOK(client *http.Client, url, key string) (time.Duration, error) {
 	return time.Since(start), nil
 }
 
-// probe is a user with one connected account (fresh tokens for an hour)
-// at a real provider.
-type probe struct {
-	session, key, appID string
-	// url is the account's get_credentials, which key reads.
-	url string
-}
-
-func (e *env) connectedProbe(p *oauthtest.Server) probe {
-	session := e.signup("bench@example.com")
-	appID := e.oauthApp(session, p, "probe")
-	e.connect(session, appID, p, "probe", "/").expect(e.t, 303)
-	return probe{session: session, key: e.keyWith(session, "app:access"), appID: appID,
-		url: e.url + "/api/v1/credentials/" + appID + "/crm"}
+// connected connects alice's account (fresh tokens for an hour) and
+// answers an app:access key that reads its tokens, and the URL of its
+// get_credentials.
+func (fx crmApp) connected() (key, url string) {
+	fx.e.connect(fx.alice, fx.appID, fx.p, "alice", "/").expect(fx.e.t, 303)
+	return fx.e.keyWith(fx.alice, "app:access"), fx.e.url + fx.base
 }
 
 // BenchmarkGetCredentials is get_credentials of a fresh token over HTTP,
@@ -102,9 +94,7 @@ func (e *env) connectedProbe(p *oauthtest.Server) probe {
 func BenchmarkGetCredentials(b *testing.B) {
 	for _, d := range testdb.Dialects {
 		b.Run(string(d), func(b *testing.B) {
-			p := oauthtest.New(b, oauthtest.Options{})
-			e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000"})
-			pr := e.connectedProbe(p)
+			key, url := newCRMApp(b, d, oauthtest.Options{}, map[string]string{"AP_RATE_LIMIT": "1000000000"}).connected()
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 			defer client.CloseIdleConnections()
 			var l latencies
@@ -113,7 +103,7 @@ func BenchmarkGetCredentials(b *testing.B) {
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					took, err := getOK(client, pr.url, pr.key)
+					took, err := getOK(client, url, key)
 					if err != nil {
 						b.Error(err)
 						return
@@ -150,16 +140,15 @@ func BenchmarkRefresherKeepsUp(b *testing.B) {
 	for _, d := range testdb.Dialects {
 		b.Run(string(d), func(b *testing.B) {
 			ctx := context.Background()
-			p := oauthtest.New(b, oauthtest.Options{})
-			e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_CREDENTIAL_SCAN_INTERVAL": "1s"})
-			pr := e.connectedProbe(p)
-			session := pr.session
+			fx := newCRMApp(b, d, oauthtest.Options{}, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_CREDENTIAL_SCAN_INTERVAL": "1s"})
+			p, e, session := fx.p, fx.e, fx.alice
+			key, url := fx.connected()
 			st := e.srv.Store
 			me := e.do("GET", "/api/v1/users/me", nil, bearer(session)).expect(b, 200).str("id")
 
 			// The fleet: apps of 100 authenticators each, copies of the
 			// probe's (same client at the provider), one connection each.
-			probeAuth := list(e.do("GET", "/api/v1/oauth/authenticators?app_id="+pr.appID, nil, bearer(session)).expect(b, 200), "authenticators")[0]
+			probeAuth := list(e.do("GET", "/api/v1/oauth/authenticators?app_id="+fx.appID, nil, bearer(session)).expect(b, 200), "authenticators")[0]
 			tmpl, err := st.AuthenticatorGet(ctx, probeAuth["id"].(string))
 			require.NoError(b, err)
 			type member struct {
@@ -225,7 +214,7 @@ func BenchmarkRefresherKeepsUp(b *testing.B) {
 								return
 							default:
 							}
-							took, err := getOK(client, pr.url, pr.key)
+							took, err := getOK(client, url, key)
 							if err != nil {
 								b.Error(err)
 								return

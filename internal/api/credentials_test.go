@@ -40,6 +40,25 @@ func (e *env) oauthApp(session string, p *oauthtest.Server, slug string) string 
 	return appID
 }
 
+// crmApp is alice's app whose authenticator "crm" is a real provider
+// (oauthApp), on a running platform: the setting of the credential tests.
+type crmApp struct {
+	p            *oauthtest.Server
+	e            *env
+	alice, appID string
+	// base is the path of alice's connection's credential routes.
+	base string
+}
+
+func newCRMApp(t testing.TB, d store.Dialect, opts oauthtest.Options, vars map[string]string) crmApp {
+	t.Helper()
+	p := oauthtest.New(t, opts)
+	e := newEnv(t, d, vars)
+	alice := e.signup("alice@example.com")
+	appID := e.oauthApp(alice, p, "crm-app")
+	return crmApp{p: p, e: e, alice: alice, appID: appID, base: "/api/v1/credentials/" + appID + "/crm"}
+}
+
 // setClientSecret supplies the secret a manifest cannot carry.
 func (e *env) setClientSecret(session, appID, name, secret string) {
 	e.t.Helper()
@@ -95,12 +114,9 @@ func (e *env) expireLocally(appID string) {
 func TestCredentialFlow(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		p := oauthtest.New(t, oauthtest.Options{})
-		e := newEnv(t, d, nil)
-		alice := e.signup("alice@example.com")
+		fx := newCRMApp(t, d, oauthtest.Options{}, nil)
+		p, e, alice, appID, base := fx.p, fx.e, fx.alice, fx.appID, fx.base
 		bob := e.signup("bob@example.com")
-		appID := e.oauthApp(alice, p, "crm-app")
-		base := "/api/v1/credentials/" + appID + "/crm"
 
 		// Not connected yet.
 		e.do("GET", base, nil, bearer(alice)).expectError(t, 404, "CredentialNotFoundError", `No connection to "crm"`)
@@ -245,11 +261,8 @@ func requireNoPlaintext(t *testing.T, e *env, secrets []string) {
 func TestCredentialFlowRefusals(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		p := oauthtest.New(t, oauthtest.Options{})
-		e := newEnv(t, d, nil)
-		alice := e.signup("alice@example.com")
-		appID := e.oauthApp(alice, p, "crm-app")
-		base := "/api/v1/credentials/" + appID + "/crm"
+		fx := newCRMApp(t, d, oauthtest.Options{}, nil)
+		p, e, alice, appID, base := fx.p, fx.e, fx.alice, fx.appID, fx.base
 		connections := func() int {
 			return len(list(e.do("GET", "/api/v1/credentials", nil, bearer(alice)).expect(t, 200), "connections"))
 		}
@@ -329,11 +342,8 @@ func sameToken(t *testing.T, p *oauthtest.Server, n int, get func(i int) string)
 func TestCredentialRefreshSingleFlight(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		p := oauthtest.New(t, oauthtest.Options{})
-		e := newEnv(t, d, nil)
-		alice := e.signup("alice@example.com")
-		appID := e.oauthApp(alice, p, "crm-app")
-		base := "/api/v1/credentials/" + appID + "/crm"
+		fx := newCRMApp(t, d, oauthtest.Options{}, nil)
+		p, e, alice, appID, base := fx.p, fx.e, fx.alice, fx.appID, fx.base
 		e.connect(alice, appID, p, "alice", "/").expect(t, 303)
 		key := e.keyWith(alice, "app:access")
 		old := e.do("GET", base, nil, bearer(key)).expect(t, 200).str("access_token")
@@ -353,11 +363,8 @@ func TestCredentialRefreshSingleFlight(t *testing.T) {
 func TestCredentialRefreshFailures(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		p := oauthtest.New(t, oauthtest.Options{})
-		e := newEnv(t, d, nil)
-		alice := e.signup("alice@example.com")
-		appID := e.oauthApp(alice, p, "crm-app")
-		base := "/api/v1/credentials/" + appID + "/crm"
+		fx := newCRMApp(t, d, oauthtest.Options{}, nil)
+		p, e, alice, appID, base := fx.p, fx.e, fx.alice, fx.appID, fx.base
 		socket, _ := e.socket("app_id="+appID, http.Header{"Authorization": {"Bearer " + alice}})
 		e.connect(alice, appID, p, "alice", "/").expect(t, 303)
 		ev := readEvent(t, socket)
@@ -425,10 +432,8 @@ func TestCredentialRefreshFailures(t *testing.T) {
 func TestCredentialBackgroundRefresh(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		p := oauthtest.New(t, oauthtest.Options{AccessTokenLifespan: 4 * time.Second})
-		e := newEnv(t, d, map[string]string{"AP_CREDENTIAL_SCAN_INTERVAL": "200ms"})
-		alice := e.signup("alice@example.com")
-		appID := e.oauthApp(alice, p, "crm-app")
+		fx := newCRMApp(t, d, oauthtest.Options{AccessTokenLifespan: 4 * time.Second}, map[string]string{"AP_CREDENTIAL_SCAN_INTERVAL": "200ms"})
+		p, e, alice, appID := fx.p, fx.e, fx.alice, fx.appID
 		e.connect(alice, appID, p, "alice", "/").expect(t, 303)
 		key := e.keyWith(alice, "app:access")
 		first := e.do("GET", "/api/v1/credentials/"+appID+"/crm", nil, bearer(key)).expect(t, 200).str("access_token")
@@ -515,10 +520,8 @@ func TestExampleUsesTheConnectedAccount(t *testing.T) {
 func TestCredentialScanKeepsOneJobPerConnection(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		p := oauthtest.New(t, oauthtest.Options{})
-		e := newEnv(t, d, map[string]string{"AP_CREDENTIAL_SCAN_INTERVAL": "1m"})
-		alice := e.signup("alice@example.com")
-		appID := e.oauthApp(alice, p, "crm-app")
+		fx := newCRMApp(t, d, oauthtest.Options{}, map[string]string{"AP_CREDENTIAL_SCAN_INTERVAL": "1m"})
+		p, e, alice, appID := fx.p, fx.e, fx.alice, fx.appID
 		e.connect(alice, appID, p, "alice", "/").expect(t, 303)
 		ctx := t.Context()
 		require.NoError(t, e.srv.Queue.Client().QueuePause(ctx, credential.Queue, nil))
