@@ -22,25 +22,22 @@ func BenchmarkGetMeWithAPIKey(b *testing.B) {
 			e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000"})
 			key := e.keyWith(e.signup("bench@example.com"), "read:all")
 			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+			var l latencies
 			b.ReportAllocs()
+			b.SetParallelism(benchParallelism(1))
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					req, _ := http.NewRequest("GET", e.url+"/api/v1/users/me", nil)
-					req.Header.Set("Authorization", "Bearer "+key)
-					res, err := client.Do(req)
+					took, err := getOK(client, e.url+"/api/v1/users/me", key)
 					if err != nil {
 						b.Error(err)
 						return
 					}
-					_, _ = io.Copy(io.Discard, res.Body)
-					res.Body.Close()
-					if res.StatusCode != 200 {
-						b.Errorf("status %d", res.StatusCode)
-						return
-					}
+					l.add(took)
 				}
 			})
+			b.StopTimer()
+			l.report(b, "")
 		})
 	}
 }

@@ -99,7 +99,7 @@ func BenchmarkGetCredentials(b *testing.B) {
 			defer client.CloseIdleConnections()
 			var l latencies
 			b.ReportAllocs()
-			b.SetParallelism(4) // 8 in flight on 2 CPUs
+			b.SetParallelism(benchParallelism(4)) // default 8 in flight on 2 CPUs
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
@@ -288,4 +288,13 @@ func BenchmarkRefresherKeepsUp(b *testing.B) {
 				idle.quantile(0.99), idle.len(), storm.quantile(0.99), storm.len())
 		})
 	}
+}
+
+// benchParallelism is AP_BENCH_PARALLELISM, or def: goroutines per CPU of
+// a parallel benchmark.
+func benchParallelism(def int) int {
+	if v, err := strconv.Atoi(os.Getenv("AP_BENCH_PARALLELISM")); err == nil && v > 0 {
+		return v
+	}
+	return def
 }
