@@ -36,6 +36,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/router"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/web"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
@@ -210,7 +211,11 @@ func (s *Server) build(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.handler = router.New(router.Deps{Mux: mux, Auth: s.Auth, API: s.API, Production: s.Config.Production()})
+		pages, err := web.New(web.Deps{Log: s.Log, Auth: s.Auth, Apps: s.Apps})
+		if err != nil {
+			return err
+		}
+		s.handler = router.New(router.Deps{Mux: mux, Auth: s.Auth, API: s.API, Pages: pages, Production: s.Config.Production()})
 	}
 	return nil
 }
