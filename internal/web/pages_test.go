@@ -61,7 +61,9 @@ func signup(t testing.TB, env *webtest.Env, email string) string {
 	require.Equal(t, 201, r.StatusCode, r.Body)
 	r = call(t, env, "POST", "/api/v1/auth/login", "application/x-www-form-urlencoded", form, "Accept", "application/json")
 	require.Equal(t, 200, r.StatusCode, r.Body)
-	var out struct{ AccessToken string `json:"access_token"` }
+	var out struct {
+		AccessToken string `json:"access_token"`
+	}
 	require.NoError(t, json.Unmarshal([]byte(r.Body), &out))
 	return out.AccessToken
 }

@@ -95,9 +95,11 @@ type Browser struct {
 	T    testing.TB
 	Ctx  context.Context
 	Base string
-	// Dir holds the screenshots.
+	// Dir holds the screenshots: the test's temp dir, or a folder of
+	// $AP_TEST_SCREENSHOTS to keep them.
 	Dir string
 
+	wait   time.Duration
 	mu     sync.Mutex
 	errors []string
 	shots  int
@@ -109,6 +111,8 @@ type Options struct {
 	Width, Height int64
 	// Timeout bounds the whole browser session; zero: 90 s.
 	Timeout time.Duration
+	// Wait bounds each wait (WaitPath, WaitText, Until); zero: 15 s.
+	Wait time.Duration
 }
 
 // NewBrowser starts Chromium for base (an Env's URL). Only base's host
@@ -124,11 +128,19 @@ func NewBrowser(t testing.TB, base string, o Options) *Browser {
 	if o.Timeout == 0 {
 		o.Timeout = 90 * time.Second
 	}
+	if o.Wait == 0 {
+		o.Wait = 15 * time.Second
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 		chromedp.WindowSize(int(o.Width), int(o.Height)),
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	b := &Browser{T: t, Base: strings.TrimSuffix(base, "/"), Dir: t.TempDir()}
+	b := &Browser{T: t, Base: strings.TrimSuffix(base, "/"), Dir: t.TempDir(), wait: o.Wait}
+	if keep := os.Getenv("AP_TEST_SCREENSHOTS"); keep != "" {
+		// Screenshots to look at after the run, one folder per test.
+		b.Dir = filepath.Join(keep, unsafeName.ReplaceAllString(strings.ToLower(t.Name()), "-"))
+		require.NoError(t, os.MkdirAll(b.Dir, 0o755))
+	}
 	ctx, cancelTab := chromedp.NewContext(allocCtx, chromedp.WithListener(b.listen))
 	ctx, cancelTimeout := context.WithTimeout(ctx, o.Timeout)
 	b.Ctx = ctx
@@ -201,19 +213,54 @@ func (b *Browser) Path() string {
 	return strings.TrimPrefix(loc, b.Base)
 }
 
-// WaitPath waits until the page's path is path (after a redirect, a
-// submission).
+// WaitPath waits until the page's path and query are path (after a
+// redirect, a submission).
 func (b *Browser) WaitPath(path string) {
 	b.T.Helper()
-	b.Do(void(chromedp.Poll[bool]("location.pathname + location.search === "+jsString(path))),
-		chromedp.WaitReady(chromedp.CSS("body")))
+	b.Until("location.pathname + location.search === "+jsString(path), "the page to be "+path)
+}
+
+// Until polls the JavaScript expression until it is true, failing the test
+// at the browser's deadline. Unlike chromedp.Poll it survives the page
+// navigating meanwhile (a form that submits and then loads the next page):
+// an evaluation that fails because its document went away is retried in
+// the next one.
+func (b *Browser) Until(expr, what string) {
+	b.T.Helper()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(b.wait)
+	defer deadline.Stop()
+	var last error
+	for {
+		ok, err := chromedp.Run(b.Ctx, chromedp.Evaluate[bool](expr))
+		if err == nil && ok {
+			return
+		}
+		if err != nil {
+			last = err
+		}
+		select {
+		case <-b.Ctx.Done():
+			b.T.Fatalf("waiting for %s: %v (last error: %v)", what, b.Ctx.Err(), last)
+		case <-deadline.C:
+			loc, _ := chromedp.Run(b.Ctx, chromedp.Location())
+			text, _ := chromedp.Run(b.Ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
+			shot := b.Shot("timeout")
+			b.T.Fatalf("waiting for %s: not after %s (last error: %v)\nat %s, showing:\n%s\n(screenshot %s)", what, b.wait, last, loc, text, shot)
+		case <-tick.C:
+		}
+	}
 }
 
 // Fill replaces the value of the input sel with value, typing it as a
 // person would (so the page's input events fire).
 func (b *Browser) Fill(sel, value string) {
 	b.T.Helper()
-	b.Do(chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Clear(chromedp.CSS(sel)))
+	b.Do(chromedp.WaitVisible(chromedp.CSS(sel)))
+	// chromedp.Clear leaves a value the page's script set, and SetValue
+	// refuses "": clear it the way a select-all and delete would.
+	Eval[bool](b, fmt.Sprintf(`(() => { const el = document.querySelector(%s); el.value = ""; return true; })()`, jsString(sel)))
 	if value != "" {
 		b.Do(chromedp.SendKeys(chromedp.CSS(sel), value))
 	}
@@ -239,17 +286,13 @@ func (b *Browser) Text(sel string) string {
 	return Run(b, chromedp.Text(chromedp.CSS(sel)))
 }
 
-// WaitText waits until the visible text of the first element sel contains
-// text, and returns that text.
+// WaitText waits until the first element sel is visible and its text
+// contains text, and returns its text.
 func (b *Browser) WaitText(sel, text string) string {
 	b.T.Helper()
 	expr := fmt.Sprintf(`(() => { const el = document.querySelector(%s); return !!el && el.offsetParent !== null && el.innerText.includes(%s); })()`,
 		jsString(sel), jsString(text))
-	_, err := chromedp.Run(b.Ctx, chromedp.Poll[bool](expr))
-	if err != nil {
-		got, _ := chromedp.Run(b.Ctx, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%s) || {}).innerText || "(absent)"`, jsString(sel))))
-		b.T.Fatalf("waiting for %q in %s: %v; it shows: %s", text, sel, err, got)
-	}
+	b.Until(expr, fmt.Sprintf("%q in %s", text, sel))
 	return b.Text(sel)
 }
 
@@ -265,7 +308,7 @@ var unsafeName = regexp.MustCompile(`[^a-z0-9-]+`)
 // returns its path.
 func (b *Browser) Shot(name string) string {
 	b.T.Helper()
-	png := Run(b, chromedp.FullScreenshot(90))
+	png := Run(b, chromedp.FullScreenshot(100))
 	b.mu.Lock()
 	b.shots++
 	n := b.shots

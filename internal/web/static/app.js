@@ -115,18 +115,18 @@
     });
   }
 
-  // A manifest's path in an import error: agents[1].agent_config.model.
+  // A manifest's path in an import error (agents[1].agent_config.model)
+  // is set apart, so that the eye finds it.
   var pathRe = /[A-Za-z_][\w-]*(?:\[\d+\]|\.[A-Za-z_][\w-]*)+/;
   function importError(detail) {
-    var m = pathRe.exec(detail || "");
+    detail = String(detail || "");
+    var m = pathRe.exec(detail);
     if (!m) return detail;
-    var path = m[0].replace(/^manifest_data\./, "");
     var frag = document.createDocumentFragment();
-    frag.append("At ");
     var code = document.createElement("code");
     code.className = "path";
-    code.textContent = path;
-    frag.append(code, ": " + detail);
+    code.textContent = m[0];
+    frag.append(detail.slice(0, m.index), code, detail.slice(m.index + m[0].length));
     return frag;
   }
 
