@@ -213,4 +213,5 @@ func TestStaticFiles(t *testing.T) {
 		require.NotContains(t, r.Body, "http://", "nothing from elsewhere")
 	}
 	require.Equal(t, 404, call(t, env, "GET", "/static/missing.js", "", "").StatusCode)
+	require.Equal(t, 404, call(t, env, "GET", "/static/", "", "").StatusCode, "no directory listing")
 }

@@ -22,6 +22,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/apps"
@@ -139,6 +140,11 @@ func (p *Pages) public(h http.HandlerFunc) http.HandlerFunc {
 // files' digest (?v=), so a browser may keep them a while.
 func (p *Pages) assets(w http.ResponseWriter, r *http.Request) {
 	secure(w)
+	if strings.HasSuffix(r.URL.Path, "/") {
+		// Files only: no directory listings.
+		http.NotFound(w, r)
+		return
+	}
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	p.static.ServeHTTP(w, r)
 }
