@@ -78,8 +78,9 @@ type Deps struct {
 	Mux *http.ServeMux
 }
 
-// API is the assembled HTTP handler and the huma API (for the OpenAPI
-// document and for tests that add operations).
+// API is the JSON API: its routes on the process's mux, the request layers
+// every request passes (Layers), and the huma API (for the OpenAPI document
+// and for tests that add operations). internal/router puts them together.
 type API struct {
 	Deps
 	log     *slog.Logger
