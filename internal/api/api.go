@@ -49,7 +49,7 @@ func init() {
 }
 
 // SessionCookie is the name of the session cookie.
-const SessionCookie = "ap_session"
+const SessionCookie = auth.SessionCookie
 
 // Deps are what the API is built on.
 type Deps struct {
@@ -73,20 +73,26 @@ type Deps struct {
 	Webhooks *webhook.Service
 	// WebSocket tunes event sockets (ping interval, buffer); zero: defaults.
 	WebSocket events.WSOptions
+	// Mux is the process's one ServeMux (internal/router), where the API
+	// registers its routes beside the web pages'; nil: a mux of its own.
+	Mux *http.ServeMux
 }
 
-// API is the assembled HTTP handler and the huma API (for the OpenAPI
-// document and for tests that add operations).
+// API is the JSON API: its routes on the process's mux, the request layers
+// every request passes (Layers), and the huma API (for the OpenAPI document
+// and for tests that add operations). internal/router puts them together.
 type API struct {
 	Deps
 	log     *slog.Logger
 	metrics *metrics.Metrics
 	huma    huma.API
 	mux     *http.ServeMux
-	handler http.Handler
-	cop     *http.CrossOriginProtection
-	rate    *ratelimit.Limiter
-	logins  *ratelimit.Window
+	// queryToken matches the routes that take their credential from
+	// ?token= (queryTokenRoutes).
+	queryToken *http.ServeMux
+	cop        *http.CrossOriginProtection
+	rate       *ratelimit.Limiter
+	logins     *ratelimit.Window
 	// streams ends when the server shuts down, and the SSE streams with it
 	// (stream.go).
 	streamsCtx context.Context
@@ -95,7 +101,13 @@ type API struct {
 
 // New builds the API with every route of routes.go.
 func New(d Deps) (*API, error) {
-	a := &API{Deps: d, log: d.Log, metrics: d.Metrics, mux: http.NewServeMux(), cop: http.NewCrossOriginProtection()}
+	a := &API{Deps: d, log: d.Log, metrics: d.Metrics, mux: d.Mux, cop: http.NewCrossOriginProtection(), queryToken: http.NewServeMux()}
+	if a.mux == nil {
+		a.mux = http.NewServeMux()
+	}
+	for _, pattern := range queryTokenRoutes {
+		a.queryToken.Handle(pattern, http.NotFoundHandler())
+	}
 	a.streamsCtx, a.endStreams = context.WithCancel(context.Background())
 	if u, err := url.Parse(d.Config.PublicURL); err == nil && u.Host != "" {
 		// Behind a proxy the Host header may differ from the public origin.
@@ -126,13 +138,38 @@ func New(d Deps) (*API, error) {
 	if err := finishDocument(a.huma.OpenAPI()); err != nil {
 		return nil, err
 	}
-
-	a.handler = a.observe(a.cors(limitHeaders(limitBody(a.csrf(a.cleanInput(jsonMisses(a.mux)))))))
 	return a, nil
 }
 
-// ServeHTTP serves every route.
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.handler.ServeHTTP(w, r) }
+// Layers wraps next in what every request of the process passes before it
+// is routed, pages included: request id, logs and metrics, panic recovery,
+// CORS, head and body limits, CSRF for cookie requests, and the input
+// checks. Their refusals are the API's error bodies.
+func (a *API) Layers(next http.Handler) http.Handler {
+	return a.observe(a.cors(limitHeaders(limitBody(a.csrf(a.cleanInput(next))))))
+}
+
+// Routes serves the mux: the API's routes and whatever else is registered
+// on it (the pages). A path no route has gets the API's JSON 404 or 405.
+func (a *API) Routes() http.Handler { return jsonMisses(a.mux) }
+
+// queryTokenRoutes take their credential from ?token= too: EventSource and
+// a browser's WebSocket cannot set headers. Nowhere else is a token read
+// from the URL (URLs end up in logs and histories).
+var queryTokenRoutes = []string{
+	"GET /api/v1/ws",
+	"GET /api/v1/activations/{activation_id}/stream",
+}
+
+// TakesQueryToken reports whether r's route takes ?token= (the router's
+// identity middleware asks before routing).
+func (a *API) TakesQueryToken(r *http.Request) bool {
+	if !r.URL.Query().Has("token") {
+		return false
+	}
+	_, pattern := a.queryToken.Handler(r)
+	return pattern != ""
+}
 
 // Huma exposes the huma API (the OpenAPI document; tests add operations).
 func (a *API) Huma() huma.API { return a.huma }
@@ -187,7 +224,10 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 		_ = huma.WriteErr(a.huma, hctx, body.StatusCode, body.Detail, body)
 	}
 
-	caller, authErr := a.callerOf(ctx, hctx)
+	// The router's middleware resolved the credential (auth.Identify);
+	// the rule is this route's.
+	id := auth.IdentityFrom(ctx)
+	caller, authErr := id.Caller, id.Err
 	if authErr != nil {
 		caller = nil
 	}
@@ -230,45 +270,6 @@ func rateKey(caller *auth.Caller, ip string) string {
 		return "ip:" + ip
 	}
 	return "user:" + caller.UserID
-}
-
-// callerOf authenticates the Authorization header, else the session cookie
-// (or first ?token= on the operations that take it, see stream.go).
-// No credential at all is (nil, ErrAuthRequired).
-func (a *API) callerOf(ctx context.Context, hctx huma.Context) (*auth.Caller, error) {
-	if hctx.Operation().Metadata[tokenQueryKey] == true {
-		if token := hctx.Query("token"); token != "" {
-			return a.Auth.Authenticate(ctx, token)
-		}
-	}
-	if h := hctx.Header("Authorization"); h != "" {
-		token, ok := auth.BearerToken(h)
-		if !ok {
-			return nil, auth.ErrAuthRequired
-		}
-		return a.Auth.Authenticate(ctx, token)
-	}
-	if token := sessionCookie(hctx.Header("Cookie")); token != "" {
-		return a.Auth.Authenticate(ctx, token)
-	}
-	return nil, auth.ErrAuthRequired
-}
-
-// sessionCookie finds the session cookie in a Cookie header.
-func sessionCookie(header string) string {
-	if header == "" {
-		return ""
-	}
-	cookies, err := http.ParseCookie(header)
-	if err != nil {
-		return ""
-	}
-	for _, c := range cookies {
-		if c.Name == SessionCookie && strings.HasPrefix(c.Value, auth.PrefixSession) {
-			return c.Value
-		}
-	}
-	return ""
 }
 
 // mustCaller is the caller of an authenticated route (the middleware put it

@@ -148,7 +148,7 @@ type logoutInput struct {
 func (a *API) logout(ctx context.Context, in *logoutInput) (*authOutput, error) {
 	token, _ := auth.BearerToken(in.Authorization)
 	if token == "" {
-		token = sessionCookie(in.Cookie)
+		token = auth.CookieToken(in.Cookie)
 	}
 	if token != "" {
 		if err := a.Auth.Logout(ctx, token); err != nil {

@@ -18,7 +18,10 @@ import (
 // eventsSocket is GET /api/v1/ws: a plain net/http route, since a
 // WebSocket is not a request/response operation huma can describe.
 func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
-	caller, byCookie, err := a.socketCaller(r)
+	// The router's middleware resolved the credential (?token= included,
+	// see queryTokenRoutes).
+	id := auth.IdentityFrom(r.Context())
+	caller, byCookie, err := id.Caller, id.Source == auth.FromCookie, id.Err
 	// Refusals spend the rate too (see authenticate).
 	rateCaller := caller
 	if err != nil {
@@ -71,29 +74,6 @@ func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
 	req.Ended = hold.Ended()
 	defer a.metrics.ConnectionOpened("websocket")()
 	a.Events.ServeWS(w, r, req, a.WebSocket)
-}
-
-// socketCaller authenticates ?token=, the Authorization header or the
-// session cookie, and says whether it was the cookie.
-func (a *API) socketCaller(r *http.Request) (*auth.Caller, bool, error) {
-	ctx := r.Context()
-	if token := r.URL.Query().Get("token"); token != "" {
-		c, err := a.Auth.Authenticate(ctx, token)
-		return c, false, err
-	}
-	if h := r.Header.Get("Authorization"); h != "" {
-		token, ok := auth.BearerToken(h)
-		if !ok {
-			return nil, false, auth.ErrAuthRequired
-		}
-		c, err := a.Auth.Authenticate(ctx, token)
-		return c, false, err
-	}
-	if token := sessionCookie(r.Header.Get("Cookie")); token != "" {
-		c, err := a.Auth.Authenticate(ctx, token)
-		return c, true, err
-	}
-	return nil, false, auth.ErrAuthRequired
 }
 
 // socketOrigins are the origins besides the request's own host that may

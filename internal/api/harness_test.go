@@ -59,7 +59,7 @@ func newEnv(t testing.TB, d store.Dialect, vars map[string]string) *env {
 		defer cancel()
 		srv.Stop(ctx)
 	})
-	hs := httptest.NewServer(srv.API)
+	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return &env{t: t, srv: srv, url: hs.URL, logs: logs}
 }

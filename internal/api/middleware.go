@@ -30,6 +30,7 @@ type ctxKey int
 const (
 	loggerKey ctxKey = iota
 	clientIPKey
+	routeKey
 )
 
 // logger is the request-scoped logger (it carries the request id).
@@ -91,6 +92,11 @@ func (a *API) observe(next http.Handler) http.Handler {
 		ip := clientAddr(r, a.Config.TrustedProxies)
 		ctx := context.WithValue(r.Context(), loggerKey, log)
 		ctx = context.WithValue(ctx, clientIPKey, ip)
+		// The mux sets r.Pattern on the request it is given, which a layer
+		// below may have copied (the identity middleware does): jsonMisses
+		// reports the route here instead.
+		route := new(string)
+		ctx = context.WithValue(ctx, routeKey, route)
 		r = r.WithContext(ctx)
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
@@ -104,12 +110,12 @@ func (a *API) observe(next http.Handler) http.Handler {
 				}
 			}
 			d := time.Since(start)
-			a.metrics.ObserveRequest(r.Pattern, r.Method, rec.status, d)
+			a.metrics.ObserveRequest(*route, r.Method, rec.status, d)
 			level := slog.LevelDebug
 			if rec.status >= 500 {
 				level = slog.LevelError
 			}
-			log.Log(ctx, level, "request", "method", r.Method, "route", r.Pattern, "path", r.URL.Path,
+			log.Log(ctx, level, "request", "method", r.Method, "route", *route, "path", r.URL.Path,
 				"status", rec.status, "duration_ms", float64(d.Microseconds())/1000, "ip", ip)
 		}()
 		next.ServeHTTP(rec, r)
@@ -177,6 +183,9 @@ func (a *API) csrf(next http.Handler) http.Handler {
 func jsonMisses(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)
+		if route, ok := r.Context().Value(routeKey).(*string); ok {
+			*route = pattern
+		}
 		if pattern != "" {
 			mux.ServeHTTP(w, r)
 			return

@@ -169,7 +169,8 @@ func (a *API) routes() {
 	documentRawBody[AuthenticatorCreate](a, http.MethodPost, "/api/v1/apps/{app_id}/service-providers", "application/json")
 
 	// Events: a WebSocket, served by plain net/http and documented by hand;
-	// it authenticates itself (cookie, bearer or ?token=).
+	// its caller is the router's identity (cookie, bearer or ?token=, see
+	// queryTokenRoutes), its rule applied in eventsSocket.
 	a.mux.HandleFunc("GET /api/v1/ws", a.eventsSocket)
 	a.documentEventsSocket()
 

@@ -60,7 +60,6 @@ func (a *API) streamRoute() {
 			"A reconnect with `Last-Event-ID` (EventSource sends it by itself) resumes after that event; " +
 			"one after the final event (`Last-Event-ID: end`) is answered 204, which tells EventSource to stop. " +
 			"When the server stops, or a client falls behind, the stream ends without the final event: reconnect.",
-		Metadata: map[string]any{tokenQueryKey: true},
 		Responses: map[string]*huma.Response{
 			"200": {Description: "The stream", Content: map[string]*huma.MediaType{"text/event-stream": {Schema: sseSchema()}}},
 			"204": {Description: "The client already has the final event (`Last-Event-ID: end`)"},
@@ -76,10 +75,6 @@ func sseSchema() *huma.Schema {
 	return &huma.Schema{Type: huma.TypeString, Description: "event: token / id: 1, 2, … / data: {\"delta\": \"…\"}; " +
 		"then event: activation / id: end / data: the Activation"}
 }
-
-// tokenQueryKey marks operations that take their credential from ?token=
-// too (callerOf), as the WebSocket does: EventSource cannot set headers.
-const tokenQueryKey = "token_query"
 
 type streamInput struct {
 	ActivationID string `path:"activation_id"`

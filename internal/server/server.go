@@ -33,8 +33,10 @@ import (
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/pipeline"
 	"github.com/agentplatform/agentplatform/internal/queue"
+	"github.com/agentplatform/agentplatform/internal/router"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/web"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
@@ -66,13 +68,15 @@ type Server struct {
 	Activations *activation.Service
 	recovery    *activation.Recovery
 	API         *api.API
-	Metrics     *metrics.Metrics
-	Apps        *apps.Service
-	LLM         *llm.Service
-	opts        Options
-	ln          net.Listener
-	http        *http.Server
-	close       sync.Once
+	// handler is the router: the API and the pages behind one middleware.
+	handler http.Handler
+	Metrics *metrics.Metrics
+	Apps    *apps.Service
+	LLM     *llm.Service
+	opts    Options
+	ln      net.Listener
+	http    *http.Server
+	close   sync.Once
 
 	// Pipelines runs apps' pipelines step by step.
 	Pipelines *pipeline.Service
@@ -201,12 +205,18 @@ func (s *Server) build(ctx context.Context) error {
 	s.Activations.EndHooks = append(s.Activations.EndHooks, s.Pipelines.EndHook)
 	s.Metrics.QueueDepth(func() (int, int, error) { return s.Store.ActivationDepth(context.Background()) })
 	if s.opts.HTTP {
+		mux := http.NewServeMux()
 		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth,
 			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps, Data: s.Data, Functions: s.Functions, Pipelines: s.Pipelines,
-			Credentials: s.Credentials, Webhooks: s.Webhooks, LLM: s.LLM, Authenticators: s.Authenticators})
+			Credentials: s.Credentials, Webhooks: s.Webhooks, LLM: s.LLM, Authenticators: s.Authenticators, Mux: mux})
 		if err != nil {
 			return err
 		}
+		pages, err := web.New(web.Deps{Log: s.Log, Auth: s.Auth, Apps: s.Apps})
+		if err != nil {
+			return err
+		}
+		s.handler = router.New(router.Deps{Mux: mux, Auth: s.Auth, API: s.API, Pages: pages, Production: s.Config.Production()})
 	}
 	return nil
 }
@@ -300,7 +310,7 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}
 		s.http = &http.Server{
-			Handler:           s.handler(),
+			Handler:           s.handler,
 			ReadHeaderTimeout: 10 * time.Second,
 			IdleTimeout:       2 * time.Minute,
 			ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
@@ -402,16 +412,9 @@ func (s *Server) serveDebug() (stop func(), err error) {
 	return func() { srv.Close() }, nil
 }
 
-// handler adds the headers of production mode around the API.
-func (s *Server) handler() http.Handler {
-	if !s.Config.Production() {
-		return s.API
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains")
-		s.API.ServeHTTP(w, r)
-	})
-}
+// Handler serves every HTTP route of the process: the API and the pages
+// (nil for a process without HTTP). Tests serve it with httptest.
+func (s *Server) Handler() http.Handler { return s.handler }
 
 // NewLogger is the process logger: JSON in production, text otherwise.
 func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {

@@ -1,0 +1,109 @@
+package router_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/webtest"
+)
+
+// TestMain fails the package if a test leaves a goroutine behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func get(t *testing.T, env *webtest.Env, path string, header ...string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", env.URL+path, nil)
+	require.NoError(t, err)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := webtest.Client().Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res, string(b)
+}
+
+// TestOneIdentityForAPIAndPages: the credential is read once, the same way,
+// for the API and the pages; what each route accepts is its own rule.
+func TestOneIdentityForAPIAndPages(t *testing.T) {
+	t.Parallel()
+	env := webtest.Start(t, store.SQLite, nil)
+	form := url.Values{"email": {"ann@example.com"}, "password": {"password1"}, "confirm_password": {"password1"}}.Encode()
+	for _, path := range []string{"/api/v1/auth/register", "/api/v1/auth/login"} {
+		res, err := http.Post(env.URL+path, "application/x-www-form-urlencoded", strings.NewReader(form))
+		require.NoError(t, err)
+		res.Body.Close()
+	}
+	req, _ := http.NewRequest("POST", env.URL+"/api/v1/auth/login", strings.NewReader(form))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	var login struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&login))
+	res.Body.Close()
+	session := login.AccessToken
+	cookie := "ap_session=" + session
+
+	// The cookie opens both the API and the pages.
+	res, _ = get(t, env, "/api/v1/users/me", "Cookie", cookie)
+	require.Equal(t, 200, res.StatusCode)
+	res, _ = get(t, env, "/keys", "Cookie", cookie)
+	require.Equal(t, 200, res.StatusCode)
+
+	// The Bearer header opens the API, not the pages.
+	res, _ = get(t, env, "/api/v1/users/me", "Authorization", "Bearer "+session)
+	require.Equal(t, 200, res.StatusCode)
+	res, _ = get(t, env, "/keys", "Authorization", "Bearer "+session)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+
+	// A malformed or wrong header is the credential, and fails: it does
+	// not fall back to the cookie.
+	for _, h := range []string{"Basic abc", "Bearer st_wrong"} {
+		res, _ = get(t, env, "/api/v1/users/me", "Authorization", h, "Cookie", cookie)
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode, h)
+	}
+
+	// ?token= is read on the routes that take it (the SSE stream, the
+	// WebSocket) and nowhere else.
+	res, _ = get(t, env, "/api/v1/users/me?token="+session)
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	res, _ = get(t, env, "/keys?token="+session)
+	require.Equal(t, http.StatusSeeOther, res.StatusCode)
+	res, body := get(t, env, "/api/v1/activations/00000000-0000-7000-8000-000000000000/stream?token="+session)
+	require.Equal(t, http.StatusNotFound, res.StatusCode, "authenticated, then not found: %s", body)
+	res, _ = get(t, env, "/api/v1/ws?token="+session)
+	require.Equal(t, http.StatusBadRequest, res.StatusCode, "authenticated, then not a WebSocket handshake")
+	res, _ = get(t, env, "/api/v1/ws")
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+
+	// Logs and metrics name the route the mux chose, API or page, though
+	// the identity middleware hands a copy of the request on.
+	_, metrics := get(t, env, "/metrics")
+	for _, route := range []string{`route="GET /api/v1/users/me"`, `route="GET /keys"`, `route="GET /api/v1/ws"`} {
+		require.Contains(t, metrics, route)
+	}
+}
+
+// TestProductionHeaders: HSTS on every answer in production, pages and API.
+func TestProductionHeaders(t *testing.T) {
+	t.Parallel()
+	env := webtest.Start(t, store.SQLite, map[string]string{"AP_ENV": "production", "AP_PUBLIC_URL": "https://ap.example.com"})
+	for _, path := range []string{"/login", "/healthz", "/nowhere"} {
+		res, _ := get(t, env, path)
+		require.Equal(t, "max-age=63072000; includeSubDomains", res.Header.Get("Strict-Transport-Security"), path)
+		require.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"), path)
+	}
+}

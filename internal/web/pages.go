@@ -1,0 +1,140 @@
+package web
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// listLimit is how many rows a page lists; the lists say when there are
+// more.
+const listLimit = 100
+
+// view is what layout.html renders around a page's content.
+type view struct {
+	Title string
+	// Nav is the header link of the current page (apps, keys).
+	Nav string
+	// Email is the signed-in user's (empty on public pages: no header nav).
+	Email   string
+	Version string
+	Data    any
+}
+
+// render writes a page, or a 500 page if the template fails (rendered to
+// a buffer first, so that a failure never leaves half a page).
+func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
+	v.Version = p.version
+	var buf bytes.Buffer
+	if err := p.pages[name].Execute(&buf, v); err != nil {
+		p.Log.Error("web: render", "page", name, "err", err, "path", r.URL.Path)
+		http.Error(w, "Internal server error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// fail answers a domain error: a page that does not exist for the caller
+// is the 404 page; anything else is logged and a 500 page, which never
+// shows the cause.
+func (p *Pages) fail(w http.ResponseWriter, r *http.Request, c *auth.Caller, err error) {
+	if apperr.Is(err, apperr.NotFound) {
+		p.render(w, r, http.StatusNotFound, "error.html", view{Title: "Not found", Email: c.Email,
+			Data: errorPage{Heading: "Not found", Message: "There is nothing here, or it is not yours."}})
+		return
+	}
+	p.Log.Error("web: page", "path", r.URL.Path, "err", err)
+	p.render(w, r, http.StatusInternalServerError, "error.html", view{Title: "Error", Email: c.Email,
+		Data: errorPage{Heading: "Something went wrong", Message: "The page could not be shown. Try again in a moment."}})
+}
+
+type errorPage struct{ Heading, Message string }
+
+func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
+	p.render(w, r, http.StatusOK, "login.html", view{Title: "Log in",
+		Data: struct{ Registered bool }{r.URL.Query().Has("registered")}})
+}
+
+func (p *Pages) register(w http.ResponseWriter, r *http.Request) {
+	p.render(w, r, http.StatusOK, "register.html", view{Title: "Create an account"})
+}
+
+type appsData struct {
+	Apps  []store.App
+	Total int
+	// Imported is the app just imported (?imported=), for the notice.
+	Imported *store.App
+}
+
+func (p *Pages) appsPage(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
+	list, total, err := p.Apps.Apps(r.Context(), c, listLimit, 0)
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	d := appsData{Apps: list, Total: total}
+	if id := r.URL.Query().Get("imported"); id != "" {
+		// Best effort: a stale or foreign id just shows no notice.
+		d.Imported, _ = p.Apps.OwnedApp(r.Context(), c, id)
+	}
+	p.render(w, r, http.StatusOK, "apps.html", view{Title: "Apps", Nav: "apps", Email: c.Email, Data: d})
+}
+
+type appData struct {
+	App    *store.App
+	Agents []store.Agent
+	Total  int
+}
+
+func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
+	app, err := p.Apps.OwnedApp(r.Context(), c, r.PathValue("app_id"))
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	agents, total, err := p.Apps.AppAgents(r.Context(), c, app.ID, "", listLimit, 0)
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	p.render(w, r, http.StatusOK, "app.html", view{Title: app.Name, Nav: "apps", Email: c.Email,
+		Data: appData{App: app, Agents: agents, Total: total}})
+}
+
+type keysData struct {
+	Keys   []store.APIKey
+	Total  int
+	Apps   []store.App
+	Scopes []auth.Scope
+	// Names maps app ids to names, for keys bound to an app.
+	Names map[string]string
+}
+
+func (p *Pages) keys(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
+	keys, total, err := p.Auth.APIKeys(r.Context(), c, listLimit, 0)
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	list, _, err := p.Apps.Apps(r.Context(), c, listLimit, 0)
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	d := keysData{Keys: keys, Total: total, Apps: list, Names: map[string]string{}}
+	for _, a := range list {
+		d.Names[a.ID] = a.Name
+	}
+	for _, s := range auth.Scopes {
+		// Only an admin may hand out the admin scope (auth.CreateAPIKey).
+		if s != auth.ScopeAdmin || c.IsAdmin {
+			d.Scopes = append(d.Scopes, s)
+		}
+	}
+	p.render(w, r, http.StatusOK, "keys.html", view{Title: "API keys", Nav: "keys", Email: c.Email, Data: d})
+}

@@ -1,0 +1,217 @@
+package web_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+	"github.com/agentplatform/agentplatform/internal/webtest"
+)
+
+// exampleManifest is the README's example app.
+func exampleManifest(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "support-desk.json"))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// answer is an HTTP answer with its body.
+type answer struct {
+	*http.Response
+	Body string
+}
+
+// call sends a request to env; header pairs follow the body.
+func call(t testing.TB, env *webtest.Env, method, path, contentType, body string, header ...string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, env.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := webtest.Client().Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return answer{res, string(b)}
+}
+
+func cookie(token string) []string { return []string{"Cookie", "ap_session=" + token} }
+
+// signup registers email and logs in through the API; the session token.
+func signup(t testing.TB, env *webtest.Env, email string) string {
+	t.Helper()
+	form := url.Values{"email": {email}, "password": {"password1"}, "confirm_password": {"password1"}}.Encode()
+	r := call(t, env, "POST", "/api/v1/auth/register", "application/x-www-form-urlencoded", form, "Accept", "application/json")
+	require.Equal(t, 201, r.StatusCode, r.Body)
+	r = call(t, env, "POST", "/api/v1/auth/login", "application/x-www-form-urlencoded", form, "Accept", "application/json")
+	require.Equal(t, 200, r.StatusCode, r.Body)
+	var out struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Body), &out))
+	return out.AccessToken
+}
+
+// importApp imports the example manifest for session; the app's id and its
+// entry_point_url.
+func importApp(t testing.TB, env *webtest.Env, session string) (string, string) {
+	t.Helper()
+	r := call(t, env, "POST", "/api/v1/apps/import-manifest", "application/json", exampleManifest(t), "Authorization", "Bearer "+session)
+	require.Equal(t, 201, r.StatusCode, r.Body)
+	var out struct {
+		AppID string `json:"app_id"`
+		Entry string `json:"entry_point_url"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Body), &out))
+	return out.AppID, out.Entry
+}
+
+const wantCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+var (
+	scriptTag = regexp.MustCompile(`(?is)<script\b([^>]*)>(.*?)</script>`)
+	// Event handler attributes and style attributes are inline code the
+	// CSP would block: there must be none.
+	inlineAttr = regexp.MustCompile(`(?i)<[^>]+\s(on[a-z]+|style)\s*=`)
+)
+
+// expectPage asserts an HTML page with the UI's security headers and no
+// inline script or style.
+func expectPage(t *testing.T, r answer, status int) {
+	t.Helper()
+	require.Equal(t, status, r.StatusCode, r.Body)
+	require.Equal(t, "text/html; charset=utf-8", r.Header.Get("Content-Type"))
+	require.Equal(t, wantCSP, r.Header.Get("Content-Security-Policy"))
+	require.Equal(t, "DENY", r.Header.Get("X-Frame-Options"))
+	require.Equal(t, "nosniff", r.Header.Get("X-Content-Type-Options"))
+	require.Equal(t, "no-store", r.Header.Get("Cache-Control"))
+	scripts := scriptTag.FindAllStringSubmatch(r.Body, -1)
+	require.NotEmpty(t, scripts)
+	for _, s := range scripts {
+		require.Contains(t, s[1], `src="/static/`, "a script from the own origin: %s", s[0])
+		require.Empty(t, strings.TrimSpace(s[2]), "no inline script: %s", s[0])
+	}
+	require.Nil(t, inlineAttr.FindStringIndex(r.Body), "inline handler or style: %v", inlineAttr.FindString(r.Body))
+	require.NotContains(t, r.Body, "http://", "nothing loaded from elsewhere")
+	require.NotContains(t, r.Body, "https://")
+}
+
+// TestPagesWithoutSessionRedirect: every private page sends a browser
+// without a session to /login — an API key or a Bearer session token is
+// not a page's credential.
+func TestPagesWithoutSessionRedirect(t *testing.T) {
+	t.Parallel()
+	env := webtest.Start(t, store.SQLite, nil)
+	session := signup(t, env, "ann@example.com")
+	appID, _ := importApp(t, env, session)
+	for _, path := range []string{"/", "/keys", "/apps/" + appID, "/?imported=" + appID} {
+		for _, h := range [][]string{nil, {"Authorization", "Bearer " + session}, cookie("st_forged"), cookie("ak_notasession")} {
+			r := call(t, env, "GET", path, "", "", h...)
+			require.Equal(t, http.StatusSeeOther, r.StatusCode, "%s %v", path, h)
+			require.Equal(t, "/login", r.Header.Get("Location"), "%s %v", path, h)
+			require.Equal(t, wantCSP, r.Header.Get("Content-Security-Policy"))
+		}
+	}
+	// A signed-in browser skips the login and registration pages.
+	for _, path := range []string{"/login", "/register"} {
+		r := call(t, env, "GET", path, "", "", cookie(session)...)
+		require.Equal(t, http.StatusSeeOther, r.StatusCode)
+		require.Equal(t, "/", r.Header.Get("Location"))
+	}
+}
+
+// TestPagesHeadersAndIsolation serves every page with its security headers
+// and without inline script, on both databases; another user's app page
+// is a 404 page.
+func TestPagesHeadersAndIsolation(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		env := webtest.Start(t, d, nil)
+		ann := signup(t, env, "ann@example.com")
+		bob := signup(t, env, "bob@example.com")
+		appID, entry := importApp(t, env, ann)
+		require.True(t, strings.HasSuffix(entry, "/apps/"+appID), "entry_point_url %s leads to the app's page", entry)
+
+		for _, path := range []string{"/login", "/register", "/login?registered=1"} {
+			expectPage(t, call(t, env, "GET", path, "", ""), http.StatusOK)
+		}
+		home := call(t, env, "GET", "/", "", "", cookie(ann)...)
+		expectPage(t, home, http.StatusOK)
+		require.Contains(t, home.Body, "Support Desk")
+		require.Contains(t, home.Body, `href="/apps/`+appID+`"`)
+		require.Contains(t, home.Body, "ann@example.com")
+		page := call(t, env, "GET", "/apps/"+appID, "", "", cookie(ann)...)
+		expectPage(t, page, http.StatusOK)
+		require.Contains(t, page.Body, "triage")
+		require.Contains(t, page.Body, "escalation-router")
+		expectPage(t, call(t, env, "GET", "/keys", "", "", cookie(ann)...), http.StatusOK)
+		empty := call(t, env, "GET", "/", "", "", cookie(bob)...)
+		expectPage(t, empty, http.StatusOK)
+		require.Contains(t, empty.Body, "No apps yet")
+
+		// Bob sees no trace of Ann's app: the same page as for an app
+		// that does not exist, not the API's JSON.
+		for _, path := range []string{"/apps/" + appID, "/apps/0190aaaa-0000-7000-8000-000000000000", "/apps/not-an-id"} {
+			r := call(t, env, "GET", path, "", "", cookie(bob)...)
+			expectPage(t, r, http.StatusNotFound)
+			require.Contains(t, r.Body, "Not found")
+			require.NotContains(t, r.Body, "Support Desk")
+		}
+		// Ann's list does not leak to Bob's ?imported= notice either.
+		require.NotContains(t, call(t, env, "GET", "/?imported="+appID, "", "", cookie(bob)...).Body, "Support Desk")
+	})
+}
+
+// TestPagesFormsAreCSRFProtected: a form on another site cannot use the
+// session cookie to change anything; the same form from the UI's origin
+// can.
+func TestPagesFormsAreCSRFProtected(t *testing.T) {
+	t.Parallel()
+	env := webtest.Start(t, store.SQLite, nil)
+	session := signup(t, env, "ann@example.com")
+	cross := append(cookie(session), "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")
+	r := call(t, env, "POST", "/api/v1/apps/import-manifest", "application/json", exampleManifest(t), cross...)
+	require.Equal(t, http.StatusForbidden, r.StatusCode, r.Body)
+	r = call(t, env, "POST", "/api/v1/auth/logout", "application/x-www-form-urlencoded", "", cross...)
+	require.Equal(t, http.StatusForbidden, r.StatusCode, r.Body)
+	require.Equal(t, http.StatusOK, call(t, env, "GET", "/", "", "", cookie(session)...).StatusCode, "the session survived")
+
+	same := append(cookie(session), "Sec-Fetch-Site", "same-origin", "Origin", env.URL)
+	r = call(t, env, "POST", "/api/v1/auth/logout", "application/x-www-form-urlencoded", "", same...)
+	require.Equal(t, http.StatusSeeOther, r.StatusCode, r.Body)
+	require.Equal(t, "/login", r.Header.Get("Location"))
+	require.Equal(t, http.StatusSeeOther, call(t, env, "GET", "/", "", "", cookie(session)...).StatusCode, "logged out")
+}
+
+// TestStaticFiles are served from the binary, with the headers of pages.
+func TestStaticFiles(t *testing.T) {
+	t.Parallel()
+	env := webtest.Start(t, store.SQLite, nil)
+	for path, ctype := range map[string]string{"/static/app.js": "text/javascript; charset=utf-8", "/static/app.css": "text/css; charset=utf-8"} {
+		r := call(t, env, "GET", path, "", "")
+		require.Equal(t, 200, r.StatusCode)
+		require.Equal(t, ctype, r.Header.Get("Content-Type"))
+		require.Equal(t, wantCSP, r.Header.Get("Content-Security-Policy"))
+		require.Equal(t, "nosniff", r.Header.Get("X-Content-Type-Options"))
+		require.NotContains(t, r.Body, "http://", "nothing from elsewhere")
+	}
+	require.Equal(t, 404, call(t, env, "GET", "/static/missing.js", "", "").StatusCode)
+	require.Equal(t, 404, call(t, env, "GET", "/static/", "", "").StatusCode, "no directory listing")
+}

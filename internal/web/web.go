@@ -1,0 +1,197 @@
+// Package web is the browser UI: server-rendered html/template pages and a
+// little hand-written JavaScript and CSS, all embedded in the binary (no
+// CDN, no build step). Pages read through the domain services, as the API
+// handlers do; what changes data (forms, buttons) goes through the JSON
+// API from the page, so it is checked and limited the same way (CSRF
+// included: the API's cookie requests must be same-origin).
+//
+// A page is a handler in pages.go, a template in templates/ that defines
+// "title" and "content" (layout.html wraps it), and a line in Register.
+// Private pages go through private: without a session cookie they answer
+// 303 to /login, and they see the caller the router's identity middleware
+// resolved. Every answer carries the security headers of secure (CSP
+// without inline script, no framing).
+package web
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/agentplatform/agentplatform/internal/apps"
+	"github.com/agentplatform/agentplatform/internal/auth"
+)
+
+//go:embed templates static
+var files embed.FS
+
+// Deps are the domain services pages read from.
+type Deps struct {
+	Log  *slog.Logger
+	Auth *auth.Service
+	Apps *apps.Service
+}
+
+// Pages is the web UI.
+type Pages struct {
+	Deps
+	pages  map[string]*template.Template
+	static http.Handler
+	// version busts browser caches of the static files when they change.
+	version string
+}
+
+// New parses every template (a broken one stops the process at start,
+// not at the first visit).
+func New(d Deps) (*Pages, error) {
+	p := &Pages{Deps: d, pages: map[string]*template.Template{}}
+	names, err := fs.Glob(files, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if name == "templates/layout.html" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", name)
+		if err != nil {
+			return nil, fmt.Errorf("web: %s: %w", name, err)
+		}
+		p.pages[name[len("templates/"):]] = t
+	}
+	static, err := fs.Sub(files, "static")
+	if err != nil {
+		return nil, err
+	}
+	p.static = http.StripPrefix("/static/", http.FileServerFS(static))
+	p.version, err = digest(static)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Register lists every page. Add a page here, with its rule: public
+// (login, register) or private (everything else).
+func (p *Pages) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /login", p.public(p.login))
+	mux.HandleFunc("GET /register", p.public(p.register))
+	mux.HandleFunc("GET /{$}", p.private(p.appsPage))
+	mux.HandleFunc("GET /keys", p.private(p.keys))
+	mux.HandleFunc("GET /apps/{app_id}", p.private(p.app))
+	mux.HandleFunc("GET /static/", p.assets)
+}
+
+// contentSecurityPolicy lets a page load scripts, styles, images and
+// connections (fetch, and the WebSocket: CSP 3 browsers match ws: and wss:
+// of the own host with 'self') from its own origin only; no inline script
+// or style, no plugins, no framing, and forms post to the own origin.
+const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+// secure sets the headers of every answer of the UI.
+func secure(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+}
+
+// private serves h to a session's browser, and sends anyone else to the
+// login page: a page takes the session cookie only, never a Bearer header
+// or an API key.
+func (p *Pages) private(h func(http.ResponseWriter, *http.Request, *auth.Caller)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		secure(w)
+		// A page shows the user's data: never from a shared cache, and
+		// not from the back button after logout.
+		w.Header().Set("Cache-Control", "no-store")
+		id := auth.IdentityFrom(r.Context())
+		if !id.ByCookie() || id.Caller.Kind != auth.KindSession {
+			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			return
+		}
+		h(w, r, id.Caller)
+	}
+}
+
+// public serves a page anyone may see; a signed-in browser goes to its
+// apps instead.
+func (p *Pages) public(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		secure(w)
+		w.Header().Set("Cache-Control", "no-store")
+		if id := auth.IdentityFrom(r.Context()); id.ByCookie() && id.Caller.Kind == auth.KindSession {
+			http.Redirect(w, r, "/", http.StatusSeeOther)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// assets serves the embedded CSS and JavaScript. Their URLs carry the
+// files' digest (?v=), so a browser may keep them a while.
+func (p *Pages) assets(w http.ResponseWriter, r *http.Request) {
+	secure(w)
+	if strings.HasSuffix(r.URL.Path, "/") {
+		// Files only: no directory listings.
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Cache-Control", "public, max-age=3600")
+	p.static.ServeHTTP(w, r)
+}
+
+// digest is a short hash of every static file.
+func digest(fsys fs.FS) (string, error) {
+	h := sha256.New()
+	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(fsys, path)
+		h.Write([]byte(path))
+		h.Write(b)
+		return err
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12], err
+}
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	// iso and utc render a timestamp: the machine-readable datetime of a
+	// <time> element (app.js shows it in the reader's time zone) and the
+	// text shown until then, or without JavaScript.
+	"iso": func(t any) string {
+		if tt, ok := timeOf(t); ok {
+			return tt.UTC().Format(time.RFC3339)
+		}
+		return ""
+	},
+	"utc": func(t any) string {
+		if tt, ok := timeOf(t); ok {
+			return tt.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		return ""
+	},
+	"hastime": func(t any) bool { _, ok := timeOf(t); return ok },
+}
+
+func timeOf(t any) (time.Time, bool) {
+	switch v := t.(type) {
+	case time.Time:
+		return v, !v.IsZero()
+	case *time.Time:
+		if v != nil && !v.IsZero() {
+			return *v, true
+		}
+	}
+	return time.Time{}, false
+}
