@@ -166,6 +166,9 @@ func digest(fsys fs.FS) (string, error) {
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
+	// tab is the argument of the "appnav" template: the app and which of
+	// its pages is open.
+	"tab": func(app any, current string) map[string]any { return map[string]any{"App": app, "Current": current} },
 	// iso and utc render a timestamp: the machine-readable datetime of a
 	// <time> element (app.js shows it in the reader's time zone) and the
 	// text shown until then, or without JavaScript.
