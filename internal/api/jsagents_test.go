@@ -85,9 +85,12 @@ func TestJavaScriptAgentRunsWithItsServices(t *testing.T) {
 func TestJavaScriptAgentFailures(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		// 32 MB: a 10 MB string and its JSON fit, so the output cap is what
-		// refuses it, and an endless allocation still ends quickly.
-		e := newEnv(t, d, map[string]string{"AP_JS_MEMORY_MB": "32"})
+		// 16 MB: a 2 MiB string and its JSON fit, so the output cap (1 MiB)
+		// is what refuses it, and an endless allocation ends in seconds
+		// even under -race on a busy machine (32 MB and a 10 MB string
+		// took 5 and 7.6 s quiet, and overran the 20 s wait in a loaded
+		// full run).
+		e := newEnv(t, d, map[string]string{"AP_JS_MEMORY_MB": "16"})
 		tok := e.signup("fail@example.com")
 		// Only the loop waits for its timeout; the others end on their
 		// own, however slow the machine (an allocation under -race is).
@@ -97,7 +100,7 @@ func TestJavaScriptAgentFailures(t *testing.T) {
 			{`async function run() { for (;;) {} }`, "Activation timed out after 1 s"},
 			{`async function run() { await new Promise(() => {}); }`, "never settles"},
 			{`async function run() { const a = []; for (;;) a.push("y".repeat(4096)); }`, "out of memory"},
-			{`async function run() { return "z".repeat(10 * 1024 * 1024); }`, "over the limit of 1048576"},
+			{`async function run() { return "z".repeat(2 * 1024 * 1024); }`, "over the limit of 1048576"},
 			{`async function run() { const o = {}; o.self = o; return o; }`, "TypeError"},
 			{`async function run() { return require("child_process").execSync("id"); }`, "'require' is not defined"},
 			{`async function run() { return process.env; }`, "'process' is not defined"},
