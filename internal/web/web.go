@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 )
@@ -37,6 +38,8 @@ type Deps struct {
 	Log  *slog.Logger
 	Auth *auth.Service
 	Apps *apps.Service
+	// Data serves an app's data explorer.
+	Data *appdata.Service
 }
 
 // Pages is the web UI.
@@ -86,6 +89,7 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", p.private(p.appsPage))
 	mux.HandleFunc("GET /keys", p.private(p.keys))
 	mux.HandleFunc("GET /apps/{app_id}", p.private(p.app))
+	mux.HandleFunc("GET /apps/{app_id}/data", p.private(p.data))
 	mux.HandleFunc("GET /static/", p.assets)
 }
 
