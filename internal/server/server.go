@@ -213,7 +213,7 @@ func (s *Server) build(ctx context.Context) error {
 			return err
 		}
 		pages, err := web.New(web.Deps{Log: s.Log, Auth: s.Auth, Apps: s.Apps,
-			Data: s.Data})
+			Data: s.Data, Authenticators: s.Authenticators, Credentials: s.Credentials})
 		if err != nil {
 			return err
 		}

@@ -179,8 +179,8 @@ func TestBrowserDataExplorer(t *testing.T) {
 	})
 }
 
-// TestBrowserDataPhoneWidth: the data explorer fits a phone's width (the
-// records table turns into stacked rows).
+// TestBrowserDataPhoneWidth: the data explorer and the connections page
+// fit a phone's width (the records table turns into stacked rows).
 func TestBrowserDataPhoneWidth(t *testing.T) {
 	t.Parallel()
 	env := webtest.Start(t, store.SQLite, nil)
@@ -192,7 +192,7 @@ func TestBrowserDataPhoneWidth(t *testing.T) {
 
 	b := webtest.NewBrowser(t, env.URL, webtest.Options{Width: 390, Height: 844})
 	logInAs(b, "phone@example.com")
-	for _, path := range []string{"/apps/" + appID + "/data"} {
+	for _, path := range []string{"/apps/" + appID + "/data", "/apps/" + appID + "/connections"} {
 		b.Open(path)
 		b.WaitText("main h1", "Support Desk")
 		b.NoHorizontalOverflow()

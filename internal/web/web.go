@@ -28,6 +28,8 @@ import (
 	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/authenticator"
+	"github.com/agentplatform/agentplatform/internal/credential"
 )
 
 //go:embed templates static
@@ -38,8 +40,11 @@ type Deps struct {
 	Log  *slog.Logger
 	Auth *auth.Service
 	Apps *apps.Service
-	// Data serves an app's data explorer.
-	Data *appdata.Service
+	// Data, Authenticators and Credentials serve an app's data explorer
+	// and connections pages.
+	Data           *appdata.Service
+	Authenticators *authenticator.Service
+	Credentials    *credential.Service
 }
 
 // Pages is the web UI.
@@ -90,6 +95,7 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /keys", p.private(p.keys))
 	mux.HandleFunc("GET /apps/{app_id}", p.private(p.app))
 	mux.HandleFunc("GET /apps/{app_id}/data", p.private(p.data))
+	mux.HandleFunc("GET /apps/{app_id}/connections", p.private(p.connections))
 	mux.HandleFunc("GET /static/", p.assets)
 }
 
