@@ -182,6 +182,14 @@ func (s *Service) DeleteModel(ctx context.Context, appID, slug string) error {
 	return s.store.AppModelDelete(ctx, m.ID)
 }
 
+// CountRecords is how many of userID's records model m (one of
+// ListModels's) holds: what an overview of the models (the data explorer)
+// shows beside each, one indexed count per model rather than a page of
+// each.
+func (s *Service) CountRecords(ctx context.Context, userID string, m *Model) (int, error) {
+	return s.store.RecordCount(ctx, userID, m.ID)
+}
+
 func recordOut(r *store.Record) Record {
 	return Record{ItemID: r.ID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, CreatedBy: r.CreatedBy, Data: r.Data}
 }

@@ -212,7 +212,8 @@ func (s *Server) build(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		pages, err := web.New(web.Deps{Log: s.Log, Auth: s.Auth, Apps: s.Apps})
+		pages, err := web.New(web.Deps{Log: s.Log, Auth: s.Auth, Apps: s.Apps,
+			Data: s.Data, Authenticators: s.Authenticators, Credentials: s.Credentials})
 		if err != nil {
 			return err
 		}

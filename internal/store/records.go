@@ -80,6 +80,12 @@ func (s *Store) RecordDelete(ctx context.Context, userID, modelID, id string) er
 	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM app_records WHERE id = $1 AND model_id = $2 AND user_id = $3`, id, modelID, userID))
 }
 
+// RecordCount is how many records of model the user has: the count a
+// list's total_count gives, without reading a page (on the model's index).
+func (s *Store) RecordCount(ctx context.Context, userID, modelID string) (int, error) {
+	return s.count(ctx, `SELECT COUNT(*) FROM app_records WHERE model_id = $1 AND user_id = $2`, modelID, userID)
+}
+
 // How a field's JSON value compares: as text, as a number or as a boolean.
 const (
 	CompareText   = "text"

@@ -25,8 +25,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/authenticator"
+	"github.com/agentplatform/agentplatform/internal/credential"
 )
 
 //go:embed templates static
@@ -37,6 +40,11 @@ type Deps struct {
 	Log  *slog.Logger
 	Auth *auth.Service
 	Apps *apps.Service
+	// Data, Authenticators and Credentials serve an app's data explorer
+	// and connections pages.
+	Data           *appdata.Service
+	Authenticators *authenticator.Service
+	Credentials    *credential.Service
 }
 
 // Pages is the web UI.
@@ -86,6 +94,8 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", p.private(p.appsPage))
 	mux.HandleFunc("GET /keys", p.private(p.keys))
 	mux.HandleFunc("GET /apps/{app_id}", p.private(p.app))
+	mux.HandleFunc("GET /apps/{app_id}/data", p.private(p.data))
+	mux.HandleFunc("GET /apps/{app_id}/connections", p.private(p.connections))
 	mux.HandleFunc("GET /static/", p.assets)
 }
 

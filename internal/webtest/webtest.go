@@ -46,10 +46,19 @@ type Env struct {
 }
 
 // Start runs a platform on a fresh database of dialect d; vars are AP_*
-// settings. Everything stops when the test ends.
+// settings. Its AP_PUBLIC_URL is the test server's own URL unless vars
+// says otherwise, so that what the platform sends a browser to (an OAuth
+// provider's redirect back to the callback, entry_point_url) leads back
+// to it. Everything stops when the test ends.
 func Start(t testing.TB, d store.Dialect, vars map[string]string) *Env {
 	t.Helper()
-	all := map[string]string{"AP_DATA_DIR": t.TempDir(), "AP_DATABASE_URL": testdb.URL(t, d), "AP_RATE_LIMIT": "100000"}
+	// Listening first gives the URL before the platform is configured.
+	// (Closed at the end if Start fails halfway; otherwise below, before
+	// the platform stops, as Close is idempotent.)
+	hs := httptest.NewUnstartedServer(nil)
+	t.Cleanup(hs.Close)
+	all := map[string]string{"AP_DATA_DIR": t.TempDir(), "AP_DATABASE_URL": testdb.URL(t, d), "AP_RATE_LIMIT": "100000",
+		"AP_PUBLIC_URL": "http://" + hs.Listener.Addr().String()}
 	for k, v := range vars {
 		all[k] = v
 	}
@@ -69,7 +78,8 @@ func Start(t testing.TB, d store.Dialect, vars map[string]string) *Env {
 		defer cancel()
 		srv.Stop(ctx)
 	})
-	hs := httptest.NewServer(srv.Handler())
+	hs.Config.Handler = srv.Handler()
+	hs.Start()
 	t.Cleanup(hs.Close)
 	return &Env{Server: srv, URL: hs.URL, Logs: logs}
 }
@@ -113,10 +123,14 @@ type Options struct {
 	Timeout time.Duration
 	// Wait bounds each wait (WaitPath, WaitText, Until); zero: 15 s.
 	Wait time.Duration
+	// Hosts are more hosts the browser may reach besides the platform's
+	// (an in-test OAuth provider on egresstest's 127.0.0.2).
+	Hosts []string
 }
 
 // NewBrowser starts Chromium for base (an Env's URL). Only base's host
-// resolves: a page that tried to load anything from elsewhere would fail.
+// (and o.Hosts) resolves: a page that tried to load anything from
+// elsewhere would fail.
 // JavaScript errors and Content-Security-Policy violations are collected;
 // the test fails on any when it ends.
 func NewBrowser(t testing.TB, base string, o Options) *Browser {
@@ -131,9 +145,13 @@ func NewBrowser(t testing.TB, base string, o Options) *Browser {
 	if o.Wait == 0 {
 		o.Wait = 15 * time.Second
 	}
+	rules := "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+	for _, h := range o.Hosts {
+		rules += ", EXCLUDE " + h
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 		chromedp.WindowSize(int(o.Width), int(o.Height)),
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"))
+		chromedp.Flag("host-resolver-rules", rules))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	b := &Browser{T: t, Base: strings.TrimSuffix(base, "/"), Dir: t.TempDir(), wait: o.Wait}
 	if keep := os.Getenv("AP_TEST_SCREENSHOTS"); keep != "" {
