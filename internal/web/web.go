@@ -25,6 +25,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
@@ -45,6 +46,8 @@ type Deps struct {
 	Data           *appdata.Service
 	Authenticators *authenticator.Service
 	Credentials    *credential.Service
+	// Activations feeds the pages where agents run (live.go).
+	Activations *activation.Service
 }
 
 // Pages is the web UI.
@@ -96,6 +99,7 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /apps/{app_id}", p.private(p.app))
 	mux.HandleFunc("GET /apps/{app_id}/data", p.private(p.data))
 	mux.HandleFunc("GET /apps/{app_id}/connections", p.private(p.connections))
+	mux.HandleFunc("GET /apps/{app_id}/activations/{activation_id}", p.private(p.activationPage))
 	mux.HandleFunc("GET /static/", p.assets)
 }
 
