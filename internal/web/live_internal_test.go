@@ -41,6 +41,12 @@ func TestLiveFormatting(t *testing.T) {
 	require.Equal(t, "", pretty(json.RawMessage("null")))
 	require.Equal(t, "not json", pretty(json.RawMessage("not json")))
 
+	require.Equal(t, "{\n  \"body\": \"\",\n  \"customer_email\": \"\",\n  \"n\": 0\n}",
+		sampleInput(json.RawMessage(`{"properties": {"body": {"type": "string"}, "customer_email": {"type": "string"}, "n": {"type": "integer"}},
+			"required": ["body", "customer_email", "n"]}`)))
+	require.Equal(t, "{}", sampleInput(json.RawMessage(`{"type": "object"}`)))
+	require.Equal(t, "{}", sampleInput(json.RawMessage(`[]`)))
+
 	for q, want := range map[string]int{"": 0, "?offset=20": 20, "?offset=-1": 0, "?offset=x": 0, "?offset=99999999999999999999": 0,
 		"?offset=5000000": maxOffset} {
 		require.Equal(t, want, offsetParam(httptest.NewRequest("GET", "/apps/x"+q, nil)), q)
