@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 	"github.com/agentplatform/agentplatform/internal/webtest"
@@ -195,4 +196,36 @@ func TestLiveHistoryPages(t *testing.T) {
 	require.Contains(t, second.Body, `href="?offset=0" rel="prev"`)
 	require.NotContains(t, second.Body, `rel="next"`)
 	require.Contains(t, second.Body, "21–22 of 22")
+}
+
+// TestLiveActivePages: a queued or running activation has a cancel
+// button, in the history and on its page, and its page waits for the
+// output; once it has ended, neither.
+func TestLiveActivePages(t *testing.T) {
+	t.Parallel()
+	hang := hangingServer(t)
+	env := webtest.Start(t, store.SQLite, map[string]string{"AP_EGRESS_ALLOW": egresstest.Allow})
+	ann := signup(t, env, "ann@example.com")
+	appID, _ := importApp(t, env, ann)
+	r := call(t, env, "POST", "/api/v1/apps/"+appID+"/agents", "application/json", waiterAgent(t, hang), "Authorization", "Bearer "+ann)
+	require.Equal(t, http.StatusCreated, r.StatusCode, r.Body)
+	act := activate(t, env, ann, appID, agentID(t, env, ann, appID, "waiter"), `{}`, false)
+
+	page := call(t, env, "GET", "/apps/"+appID, "", "", cookie(ann)...)
+	expectPage(t, page, http.StatusOK)
+	require.Contains(t, page.Body, `data-cancel="`+act+`"`)
+	detail := call(t, env, "GET", "/apps/"+appID+"/activations/"+act, "", "", cookie(ann)...)
+	expectPage(t, detail, http.StatusOK)
+	require.Contains(t, detail.Body, `data-cancel="`+act+`"`)
+	require.Contains(t, detail.Body, "Waiting for the agent")
+
+	r = call(t, env, "POST", "/api/v1/activations/"+act+"/cancel", "", "", "Authorization", "Bearer "+ann)
+	require.Equal(t, http.StatusOK, r.StatusCode, r.Body)
+	page = call(t, env, "GET", "/apps/"+appID, "", "", cookie(ann)...)
+	require.NotContains(t, page.Body, `data-cancel=`)
+	require.Contains(t, page.Body, `<span class="status status-failed">failed</span>`)
+	require.Contains(t, page.Body, `class="preview failed">Activation cancelled</td>`)
+	detail = call(t, env, "GET", "/apps/"+appID+"/activations/"+act, "", "", cookie(ann)...)
+	require.NotContains(t, detail.Body, `data-cancel=`)
+	require.Contains(t, detail.Body, `<p class="error-text" data-field="error">Activation cancelled</p>`)
 }
