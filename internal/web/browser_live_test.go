@@ -154,6 +154,19 @@ func TestBrowserActivateCancelAndRun(t *testing.T) {
 		b.WaitText("[data-field=status]", "failed")
 		b.Shot("cancelled-activation")
 
+		// An activation's page follows it live too, and cancels it.
+		running := activate(t, env, session, appID, waiter, `{"ticket": 2}`, false)
+		b.Open("/apps/" + appID + "/activations/" + running)
+		b.WaitText("[data-field=status]", "running")
+		b.WaitText("[data-empty=output]", "Waiting for the agent")
+		b.Shot("running-activation")
+		b.Click("button[data-cancel]")
+		b.WaitText("[data-field=status]", "failed")
+		b.WaitText("[data-field=error]", "Activation cancelled")
+		b.WaitText("[data-field=duration]", "s")
+		b.WaitText("[data-empty=output]", "No output")
+		require.Zero(t, webtest.Eval[int](b, `document.querySelectorAll("button[data-cancel]").length`))
+
 		// Functions: run one, a bad input first.
 		b.Open("/apps/" + appID)
 		b.Click(`nav.tabs a[href$="/functions"]`)
