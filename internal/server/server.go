@@ -213,7 +213,8 @@ func (s *Server) build(ctx context.Context) error {
 			return err
 		}
 		pages, err := web.New(web.Deps{Log: s.Log, Auth: s.Auth, Apps: s.Apps,
-			Data: s.Data, Authenticators: s.Authenticators, Credentials: s.Credentials})
+			Data: s.Data, Authenticators: s.Authenticators, Credentials: s.Credentials,
+			Activations: s.Activations, Functions: s.Functions})
 		if err != nil {
 			return err
 		}

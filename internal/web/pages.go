@@ -85,27 +85,6 @@ func (p *Pages) appsPage(w http.ResponseWriter, r *http.Request, c *auth.Caller)
 	p.render(w, r, http.StatusOK, "apps.html", view{Title: "Apps", Nav: "apps", Email: c.Email, Data: d})
 }
 
-type appData struct {
-	App    *store.App
-	Agents []store.Agent
-	Total  int
-}
-
-func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
-	app, err := p.Apps.OwnedApp(r.Context(), c, r.PathValue("app_id"))
-	if err != nil {
-		p.fail(w, r, c, err)
-		return
-	}
-	agents, total, err := p.Apps.AppAgents(r.Context(), c, app.ID, "", listLimit, 0)
-	if err != nil {
-		p.fail(w, r, c, err)
-		return
-	}
-	p.render(w, r, http.StatusOK, "app.html", view{Title: app.Name, Nav: "apps", Email: c.Email,
-		Data: appData{App: app, Agents: agents, Total: total}})
-}
-
 type keysData struct {
 	Keys   []store.APIKey
 	Total  int

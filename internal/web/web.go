@@ -25,11 +25,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/authenticator"
 	"github.com/agentplatform/agentplatform/internal/credential"
+	"github.com/agentplatform/agentplatform/internal/function"
 )
 
 //go:embed templates static
@@ -45,6 +47,10 @@ type Deps struct {
 	Data           *appdata.Service
 	Authenticators *authenticator.Service
 	Credentials    *credential.Service
+	// Activations and Functions feed the pages where agents and functions
+	// run (live.go).
+	Activations *activation.Service
+	Functions   *function.Service
 }
 
 // Pages is the web UI.
@@ -96,6 +102,8 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /apps/{app_id}", p.private(p.app))
 	mux.HandleFunc("GET /apps/{app_id}/data", p.private(p.data))
 	mux.HandleFunc("GET /apps/{app_id}/connections", p.private(p.connections))
+	mux.HandleFunc("GET /apps/{app_id}/activations/{activation_id}", p.private(p.activationPage))
+	mux.HandleFunc("GET /apps/{app_id}/functions", p.private(p.functionsPage))
 	mux.HandleFunc("GET /static/", p.assets)
 }
 

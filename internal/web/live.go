@@ -1,0 +1,296 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// The pages where agents run: an app's page (activate an agent, watch the
+// result stream in, the app's activation history) and an activation's
+// page. They only read; activating and cancelling go through the JSON API
+// from the page's script (static/activations.js), so that the API's
+// checks, limits and CSRF rule apply to the browser as to any client.
+
+// errActivationNotFound is an activation of another app: the same page as
+// one that does not exist.
+var errActivationNotFound = apperr.NotFoundf("Activation not found")
+
+// historyLimit is how many rows a history page lists; ?offset= pages on.
+const historyLimit = 20
+
+// maxOffset bounds ?offset=: far past any real history, and far from
+// what a database's OFFSET could choke on.
+const maxOffset = 1_000_000
+
+// offsetParam is the page's ?offset=: anything that is not a whole number
+// is the first page (a bad link is never an error page), and it is
+// clamped to [0, maxOffset].
+func offsetParam(r *http.Request) int {
+	n, err := strconv.Atoi(r.URL.Query().Get("offset"))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return min(n, maxOffset)
+}
+
+// pager is where a history page stands, for its "newer" and "older" links.
+type pager struct {
+	Offset, Limit, Total, Shown int
+}
+
+func (p pager) From() int        { return p.Offset + 1 }
+func (p pager) To() int          { return p.Offset + p.Shown }
+func (p pager) HasNewer() bool   { return p.Offset > 0 }
+func (p pager) NewerOffset() int { return max(p.Offset-p.Limit, 0) }
+func (p pager) HasOlder() bool   { return p.Offset+p.Shown < p.Total }
+func (p pager) OlderOffset() int { return p.Offset + p.Shown }
+
+// Paged reports whether the history needs page links at all.
+func (p pager) Paged() bool { return p.HasNewer() || p.HasOlder() }
+
+// agentView is an agent with the input its activate form starts with.
+type agentView struct {
+	store.Agent
+	// Input is a starting point: an LLM agent takes a prompt; what a
+	// custom agent takes only its code knows.
+	Input string
+}
+
+func agentViews(list []store.Agent) []agentView {
+	out := make([]agentView, len(list))
+	for i, a := range list {
+		out[i] = agentView{Agent: a, Input: "{}"}
+		if a.AgentTypeID == "llm" {
+			out[i].Input = `{"prompt": ""}`
+		}
+	}
+	return out
+}
+
+// activationRow is an activation as a history row shows it.
+type activationRow struct {
+	store.Activation
+	// AgentName is empty when the agent is gone.
+	AgentName string
+	Duration  string
+	// Preview is the start of the output (an LLM's answer text, else its
+	// JSON), or of the error.
+	Preview string
+	// Active is queued or running: it can be cancelled.
+	Active bool
+}
+
+func activationRows(list []store.Activation, names map[string]string) []activationRow {
+	out := make([]activationRow, len(list))
+	for i, a := range list {
+		out[i] = activationRow{Activation: a, AgentName: names[a.AgentID], Duration: duration(a.DurationMS),
+			Preview: preview(a.OutputData, a.Error),
+			Active:  a.Status == store.StatusQueued || a.Status == store.StatusRunning}
+	}
+	return out
+}
+
+type appData struct {
+	App    *store.App
+	Agents []agentView
+	Total  int
+	// Activations is one page of the app's activation history.
+	Activations []activationRow
+	Page        pager
+}
+
+func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
+	app, err := p.Apps.OwnedApp(r.Context(), c, r.PathValue("app_id"))
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	agents, total, err := p.Apps.AppAgents(r.Context(), c, app.ID, "", listLimit, 0)
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	offset := offsetParam(r)
+	acts, actTotal, err := p.Activations.List(r.Context(), c, store.ActivationFilter{AppID: app.ID, Limit: historyLimit, Offset: offset})
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	names := make(map[string]string, len(agents))
+	for _, a := range agents {
+		names[a.ID] = a.Name
+	}
+	p.render(w, r, http.StatusOK, "app.html", view{Title: app.Name, Nav: "apps", Email: c.Email,
+		Data: appData{App: app, Agents: agentViews(agents), Total: total, Activations: activationRows(acts, names),
+			Page: pager{Offset: offset, Limit: historyLimit, Total: actTotal, Shown: len(acts)}}})
+}
+
+type activationData struct {
+	App        *store.App
+	Activation activationRow
+	// Input, Output, Context and Metadata are indented JSON ("" for none).
+	Input, Output, Context, Metadata string
+	// Response is an LLM's answer text.
+	Response  string
+	Logs      []executor.LogLine
+	Truncated bool
+}
+
+// activationPage shows one activation of the caller's app: another user's
+// app, or an activation of another app, is the 404 page.
+func (p *Pages) activationPage(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
+	ctx := r.Context()
+	app, err := p.Apps.OwnedApp(ctx, c, r.PathValue("app_id"))
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	act, err := p.Activations.Get(ctx, c, r.PathValue("activation_id"))
+	if err == nil && act.AppID != app.ID {
+		err = errActivationNotFound
+	}
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	rawLogs, truncated, err := p.Activations.Logs(ctx, c, act.ID)
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	var logs []executor.LogLine
+	if err := json.Unmarshal(rawLogs, &logs); err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	names := map[string]string{}
+	// Best effort: an agent deleted since shows as its id.
+	if agent, err := p.Apps.AppAgent(ctx, c, app.ID, act.AgentID); err == nil {
+		names[agent.ID] = agent.Name
+	}
+	d := activationData{App: app, Activation: activationRows([]store.Activation{*act}, names)[0],
+		Input: pretty(act.InputData), Output: pretty(act.OutputData), Context: pretty(act.Context),
+		Metadata: pretty(act.Metadata), Response: response(act.OutputData), Logs: logs, Truncated: truncated}
+	if d.Context == "{}" {
+		d.Context = ""
+	}
+	if d.Metadata == "{}" {
+		d.Metadata = ""
+	}
+	title := "Activation"
+	if d.Activation.AgentName != "" {
+		title += " of " + d.Activation.AgentName
+	}
+	p.render(w, r, http.StatusOK, "activation.html", view{Title: title, Nav: "apps", Email: c.Email, Data: d})
+}
+
+// pretty is raw JSON indented for reading; "" for none (absent or null).
+func pretty(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return string(unescapeHTML(buf.Bytes()))
+}
+
+// unescapeHTML undoes encoding/json's escapes of <, > and & (\u003c…) in
+// JSON text, for people to read: the template escapes the page, not the
+// JSON. An escaped backslash stays one (\\u003c is text, not an escape).
+func unescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+6 <= len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c":
+				out, i = append(out, '<'), i+5
+				continue
+			case "003e":
+				out, i = append(out, '>'), i+5
+				continue
+			case "0026":
+				out, i = append(out, '&'), i+5
+				continue
+			}
+		}
+		out, i = append(out, b[i], b[i+1]), i+1
+	}
+	return out
+}
+
+// response is an LLM agent's answer text (output_data.response), if any.
+func response(out json.RawMessage) string {
+	var v struct {
+		Response *string `json:"response"`
+	}
+	if json.Unmarshal(out, &v) != nil || v.Response == nil {
+		return ""
+	}
+	return *v.Response
+}
+
+// previewLen is how many characters of an output a history row shows.
+const previewLen = 140
+
+// preview is the start of an error, else of the output: an LLM's answer
+// text, or the output's JSON on one line. static/activations.js builds
+// the same for the rows it adds.
+func preview(out json.RawMessage, errText *string) string {
+	if errText != nil && *errText != "" {
+		return clip(*errText)
+	}
+	if text := response(out); text != "" {
+		return clip(text)
+	}
+	out = bytes.TrimSpace(out)
+	if len(out) == 0 || string(out) == "null" {
+		return ""
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, out); err != nil {
+		return clip(string(out))
+	}
+	return clip(string(unescapeHTML(buf.Bytes())))
+}
+
+func clip(s string) string {
+	if utf8.RuneCountInString(s) <= previewLen {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:previewLen-1]) + "…"
+}
+
+// duration is a run's duration for people: 850 ms, 1.2 s, 2 min 5 s; ""
+// while it runs. static/activations.js formats the same.
+func duration(ms *int64) string {
+	if ms == nil {
+		return ""
+	}
+	switch d := *ms; {
+	case d < 1000:
+		return strconv.FormatInt(d, 10) + " ms"
+	case d < 60_000:
+		return strconv.FormatFloat(float64(d)/1000, 'f', 1, 64) + " s"
+	default:
+		return strconv.FormatInt(d/60_000, 10) + " min " + strconv.FormatInt(d%60_000/1000, 10) + " s"
+	}
+}

@@ -1,0 +1,54 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestLiveFormatting: what history rows show (durations, previews, JSON
+// for reading) and how a page reads ?offset=.
+func TestLiveFormatting(t *testing.T) {
+	t.Parallel()
+	ms := func(n int64) *int64 { return &n }
+	for in, want := range map[*int64]string{nil: "", ms(0): "0 ms", ms(850): "850 ms", ms(1000): "1.0 s", ms(1250): "1.2 s",
+		ms(59_949): "59.9 s", ms(125_000): "2 min 5 s"} {
+		require.Equal(t, want, duration(in))
+	}
+
+	errText := "Activation cancelled"
+	long := strings.Repeat("é", 200)
+	for _, c := range []struct {
+		out  string
+		err  *string
+		want string
+	}{
+		{`{"response": "echo: hi", "model": "echo"}`, nil, "echo: hi"},
+		{`{"team": "billing", "escalated": false}`, nil, `{"team":"billing","escalated":false}`},
+		{`{"a": "\u003cb\u003e \\u003c"}`, nil, `{"a":"<b> \\u003c"}`},
+		{`null`, nil, ""},
+		{``, nil, ""},
+		{`null`, &errText, errText},
+		{`"` + long + `"`, nil, `"` + strings.Repeat("é", 138) + "…"},
+	} {
+		require.Equal(t, c.want, preview(json.RawMessage(c.out), c.err), c.out)
+	}
+
+	require.Equal(t, "{\n  \"a\": \"<b> & \\\\u003c\"\n}", pretty(json.RawMessage(`{"a":"\u003cb\u003e \u0026 \\u003c"}`)))
+	require.Equal(t, "", pretty(json.RawMessage("null")))
+	require.Equal(t, "not json", pretty(json.RawMessage("not json")))
+
+	require.Equal(t, "{\n  \"body\": \"\",\n  \"customer_email\": \"\",\n  \"n\": 0\n}",
+		sampleInput(json.RawMessage(`{"properties": {"body": {"type": "string"}, "customer_email": {"type": "string"}, "n": {"type": "integer"}},
+			"required": ["body", "customer_email", "n"]}`)))
+	require.Equal(t, "{}", sampleInput(json.RawMessage(`{"type": "object"}`)))
+	require.Equal(t, "{}", sampleInput(json.RawMessage(`[]`)))
+
+	for q, want := range map[string]int{"": 0, "?offset=20": 20, "?offset=-1": 0, "?offset=x": 0, "?offset=99999999999999999999": 0,
+		"?offset=5000000": maxOffset} {
+		require.Equal(t, want, offsetParam(httptest.NewRequest("GET", "/apps/x"+q, nil)), q)
+	}
+}
