@@ -34,10 +34,9 @@ func startWithProvider(t testing.TB, d store.Dialect) (*webtest.Env, *oauthtest.
 	return env, p
 }
 
-// helpdeskApp imports the example app for session with its authenticator
-// helpdesk pointed at the provider p, and gives it its client secret (a
-// manifest cannot carry one). The app's id.
-func helpdeskApp(t testing.TB, env *webtest.Env, session string, p *oauthtest.Server) string {
+// helpdeskManifest is the example manifest with its authenticator
+// helpdesk pointed at the provider p.
+func helpdeskManifest(t testing.TB, p *oauthtest.Server) string {
 	t.Helper()
 	var m map[string]any
 	require.NoError(t, json.Unmarshal([]byte(exampleManifest(t)), &m))
@@ -47,15 +46,42 @@ func helpdeskApp(t testing.TB, env *webtest.Env, session string, p *oauthtest.Se
 	a["configuration"] = map[string]any{"pkce_enabled": true, "userinfo_url": p.UserinfoURL()}
 	manifest, err := json.Marshal(m)
 	require.NoError(t, err)
-	bearer := []string{"Authorization", "Bearer " + session}
-	r := call(t, env, "POST", "/api/v1/apps/import-manifest", "application/json", string(manifest), bearer...)
+	return string(manifest)
+}
+
+// helpdeskApp imports helpdeskManifest for session and gives its
+// authenticator its client secret. The app's id.
+func helpdeskApp(t testing.TB, env *webtest.Env, session string, p *oauthtest.Server) string {
+	t.Helper()
+	r := call(t, env, "POST", "/api/v1/apps/import-manifest", "application/json", helpdeskManifest(t, p), "Authorization", "Bearer "+session)
 	require.Equal(t, http.StatusCreated, r.StatusCode, r.Body)
 	appID := decoded(t, r)["app_id"].(string)
+	setHelpdeskSecret(t, env, session, appID)
+	return appID
+}
+
+// setHelpdeskSecret gives the app's authenticator helpdesk the client
+// secret a manifest cannot carry.
+func setHelpdeskSecret(t testing.TB, env *webtest.Env, session, appID string) {
+	t.Helper()
+	bearer := []string{"Authorization", "Bearer " + session}
 	list := decoded(t, call(t, env, "GET", "/api/v1/oauth/authenticators?app_id="+appID, "", "", bearer...))
 	id := list["authenticators"].([]any)[0].(map[string]any)["id"].(string)
-	r = call(t, env, "PATCH", "/api/v1/oauth/authenticators/"+id, "application/json", `{"client_secret": "`+helpdeskClientSecret+`"}`, bearer...)
+	r := call(t, env, "PATCH", "/api/v1/oauth/authenticators/"+id, "application/json", `{"client_secret": "`+helpdeskClientSecret+`"}`, bearer...)
 	require.Equal(t, http.StatusOK, r.StatusCode, r.Body)
-	return appID
+}
+
+// connectInBrowser clicks Connect for the account named name on the
+// connections page, signs in at the provider p as subject (it has no
+// login page: login_as), and waits for the way back to page.
+func connectInBrowser(b *webtest.Browser, p *oauthtest.Server, page, name, subject string) {
+	b.T.Helper()
+	b.Click(`a[data-connect="` + name + `"]`)
+	b.Until(`location.origin === "`+p.URL+`"`, "the provider's authorize page")
+	authorize := webtest.Run(b, chromedp.Location())
+	require.Contains(b.T, authorize, "code_challenge_method=S256")
+	b.Do(chromedp.Navigate(authorize + "&login_as=" + subject))
+	b.WaitPath(page + "?connected=" + name)
 }
 
 // TestBrowserConnections: in a real browser, on both databases, a user
@@ -74,7 +100,7 @@ func TestBrowserConnections(t *testing.T) {
 		page := "/apps/" + appID + "/connections"
 
 		b := webtest.NewBrowser(t, env.URL, webtest.Options{Hosts: []string{egresstest.Addr}})
-		logInAs(b, "alice@example.com")
+		logIn(b, "alice@example.com")
 		b.Open("/apps/" + appID)
 		b.Click(`nav.tabs a[href$="/connections"]`)
 		b.WaitPath(page)
@@ -87,12 +113,7 @@ func TestBrowserConnections(t *testing.T) {
 
 		// Connect: the platform sends the browser to the provider. It has
 		// no login page: the user signs in by adding login_as.
-		b.Click(`a[data-connect="helpdesk"]`)
-		b.Until(`location.origin === "`+p.URL+`"`, "the provider's authorize page")
-		authorize := webtest.Run(b, chromedp.Location())
-		require.Contains(t, authorize, "code_challenge_method=S256")
-		b.Do(chromedp.Navigate(authorize + "&login_as=alice"))
-		b.WaitPath(page + "?connected=helpdesk")
+		connectInBrowser(b, p, page, "helpdesk", "alice")
 		b.WaitText(".notice", "Connected helpdesk")
 		b.WaitText(`[data-account="helpdesk"] [data-status]`, "connected")
 		require.Equal(t, "connected", webtest.Eval[string](b, `document.querySelector('[data-account="helpdesk"] [data-status]').dataset.status`))
@@ -123,7 +144,7 @@ func TestBrowserConnections(t *testing.T) {
 		// Refused at the provider: back with an error naming the account.
 		b.Click(`a[data-connect="helpdesk"]`)
 		b.Until(`location.origin === "`+p.URL+`"`, "the provider's authorize page")
-		authorize = webtest.Run(b, chromedp.Location())
+		authorize := webtest.Run(b, chromedp.Location())
 		b.Do(chromedp.Navigate(authorize + "&deny=1"))
 		b.WaitPath(page + "?error=access_denied&provider=helpdesk")
 		b.WaitText(".alert", "Could not connect helpdesk: access was declined")

@@ -56,16 +56,6 @@ func addTicket(t testing.TB, env *webtest.Env, session, appID string, data map[s
 	return decoded(t, r)["item_id"].(string)
 }
 
-// logInAs signs the browser in with signup's password.
-func logInAs(b *webtest.Browser, email string) {
-	b.T.Helper()
-	b.Open("/login")
-	b.Fill("#email", email)
-	b.Fill("#password", "password1")
-	b.Click(`button[type=submit]`)
-	b.WaitPath("/")
-}
-
 // firstCell is the text of the records table's first row in column label.
 func firstCell(b *webtest.Browser, label string) string {
 	b.T.Helper()
@@ -92,7 +82,7 @@ func TestBrowserDataExplorer(t *testing.T) {
 			"customer_email": "sam@example.com", "priority": "low", "due_at": "2026-12-01T09:30:00Z"})
 
 		b := webtest.NewBrowser(t, env.URL, webtest.Options{})
-		logInAs(b, "ann@example.com")
+		logIn(b, "ann@example.com")
 		b.Open("/apps/" + appID)
 		b.Click(`nav.tabs a[href$="/data"]`)
 		base := "/apps/" + appID + "/data"
@@ -191,7 +181,7 @@ func TestBrowserDataPhoneWidth(t *testing.T) {
 		"triage": map[string]any{"notes": strings.Repeat("long-json-value-", 10)}})
 
 	b := webtest.NewBrowser(t, env.URL, webtest.Options{Width: 390, Height: 844})
-	logInAs(b, "phone@example.com")
+	logIn(b, "phone@example.com")
 	for _, path := range []string{"/apps/" + appID + "/data", "/apps/" + appID + "/connections"} {
 		b.Open(path)
 		b.WaitText("main h1", "Support Desk")

@@ -59,7 +59,15 @@ func signup(t testing.TB, env *webtest.Env, email string) string {
 	form := url.Values{"email": {email}, "password": {"password1"}, "confirm_password": {"password1"}}.Encode()
 	r := call(t, env, "POST", "/api/v1/auth/register", "application/x-www-form-urlencoded", form, "Accept", "application/json")
 	require.Equal(t, 201, r.StatusCode, r.Body)
-	r = call(t, env, "POST", "/api/v1/auth/login", "application/x-www-form-urlencoded", form, "Accept", "application/json")
+	return logInOverAPI(t, env, email)
+}
+
+// logInOverAPI logs email in with signup's password through the API; the
+// session token.
+func logInOverAPI(t testing.TB, env *webtest.Env, email string) string {
+	t.Helper()
+	form := url.Values{"email": {email}, "password": {"password1"}}.Encode()
+	r := call(t, env, "POST", "/api/v1/auth/login", "application/x-www-form-urlencoded", form, "Accept", "application/json")
 	require.Equal(t, 200, r.StatusCode, r.Body)
 	var out struct {
 		AccessToken string `json:"access_token"`
