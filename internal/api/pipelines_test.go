@@ -538,8 +538,19 @@ func TestPipelineAgentStepRedelivered(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatal("the agent step did not start")
 		}
-		held := e.do("GET", "/api/v1/pipelines/runs/"+runID, nil, bearer(tok)).expect(t, 200)
-		first := runSteps(held)[1]
+		// The step records its activation's id in a transaction after the
+		// one that created (and queued) the activation, so the agent may
+		// be running before the run shows it.
+		var first map[string]any
+		deadline := time.Now().Add(10 * time.Second)
+		for first == nil || first["activation_id"] == nil {
+			require.True(t, time.Now().Before(deadline), "the step never showed its activation: %v", first)
+			if first != nil {
+				time.Sleep(10 * time.Millisecond)
+			}
+			held := e.do("GET", "/api/v1/pipelines/runs/"+runID, nil, bearer(tok)).expect(t, 200)
+			first = runSteps(held)[1]
+		}
 		require.Equal(t, "running", first["status"])
 		require.NotEmpty(t, first["activation_id"])
 		e.stepJob(runID, 1)
