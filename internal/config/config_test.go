@@ -53,6 +53,8 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 600, c.RateLimit)
 	require.Equal(t, 10, c.LoginFailureLimit)
 	require.Equal(t, 30*24*time.Hour, c.SessionTTL)
+	require.Equal(t, 15*time.Second, c.CredentialScanInterval)
+	require.Equal(t, 50, c.CredentialRefreshRate)
 	require.Empty(t, c.OpenAIAPIKey)
 	require.Empty(t, c.AnthropicAPIKey)
 	require.Empty(t, c.TLSCert)
@@ -84,6 +86,8 @@ func TestFromEnvReadsEachVariable(t *testing.T) {
 		{"AP_RATE_LIMIT", "60", func(c *Config) any { return c.RateLimit }, 60},
 		{"AP_LOGIN_FAILURE_LIMIT", "3", func(c *Config) any { return c.LoginFailureLimit }, 3},
 		{"AP_SESSION_TTL", "12h", func(c *Config) any { return c.SessionTTL }, 12 * time.Hour},
+		{"AP_CREDENTIAL_SCAN_INTERVAL", "5s", func(c *Config) any { return c.CredentialScanInterval }, 5 * time.Second},
+		{"AP_CREDENTIAL_REFRESH_RATE", "200", func(c *Config) any { return c.CredentialRefreshRate }, 200},
 		{"AP_OPENAI_API_KEY", "sk-o", func(c *Config) any { return c.OpenAIAPIKey }, "sk-o"},
 		{"AP_OPENAI_BASE_URL", "http://localhost:11434/v1", func(c *Config) any { return c.OpenAIBaseURL }, "http://localhost:11434/v1"},
 		{"AP_ANTHROPIC_API_KEY", "sk-a", func(c *Config) any { return c.AnthropicAPIKey }, "sk-a"},
@@ -178,6 +182,9 @@ func TestValidate(t *testing.T) {
 		{name: "negative rate limit", env: map[string]string{"AP_RATE_LIMIT": "-5"}, wantErr: "AP_RATE_LIMIT"},
 		{name: "zero login failures", env: map[string]string{"AP_LOGIN_FAILURE_LIMIT": "0"}, wantErr: "AP_LOGIN_FAILURE_LIMIT"},
 		{name: "short session", env: map[string]string{"AP_SESSION_TTL": "30s"}, wantErr: "AP_SESSION_TTL"},
+		{name: "scan too often", env: map[string]string{"AP_CREDENTIAL_SCAN_INTERVAL": "10ms"}, wantErr: "AP_CREDENTIAL_SCAN_INTERVAL"},
+		{name: "no refreshes", env: map[string]string{"AP_CREDENTIAL_REFRESH_RATE": "0"}, wantErr: "AP_CREDENTIAL_REFRESH_RATE"},
+		{name: "refresh rate too high", env: map[string]string{"AP_CREDENTIAL_REFRESH_RATE": "10001"}, wantErr: "AP_CREDENTIAL_REFRESH_RATE"},
 		{name: "cert without key", env: map[string]string{"AP_TLS_CERT": "c.pem"}, wantErr: "AP_TLS_KEY"},
 		{name: "key without cert", env: map[string]string{"AP_TLS_KEY": "k.pem"}, wantErr: "AP_TLS_CERT"},
 		{name: "unknown log level", env: map[string]string{"AP_LOG_LEVEL": "verbose"}, wantErr: "AP_LOG_LEVEL"},
