@@ -167,6 +167,26 @@
   }
   function code(text) { var c = document.createElement("code"); c.textContent = text; return c; }
   function muted(text) { var s = document.createElement("span"); s.className = "muted"; s.textContent = text; return s; }
+  // el, statusEl, timeEl, duration and clip build what the live pages
+  // show (activations.js, functions.js), as text, never as HTML; duration
+  // and clip format as the server does (live.go).
+  function el(tag, className, text) {
+    var e = document.createElement(tag);
+    if (className) e.className = className;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+  function statusEl(status) { return el("span", "status status-" + status, status); }
+  function duration(ms) {
+    if (ms === null || ms === undefined) return "";
+    if (ms < 1000) return ms + " ms";
+    if (ms < 60000) return (ms / 1000).toFixed(1) + " s";
+    return Math.floor(ms / 60000) + " min " + Math.floor((ms % 60000) / 1000) + " s";
+  }
+  function clip(s) {
+    var chars = Array.from(s);
+    return chars.length <= 140 ? s : chars.slice(0, 139).join("") + "…";
+  }
   function timeEl(iso) {
     if (!iso) return muted("never");
     var t = document.createElement("time");
@@ -267,7 +287,8 @@
     });
   }
 
-  window.AP = { api: api, localTimes: localTimes, clearErrors: clearErrors, showError: showError, fieldOf: fieldOf, busy: busy };
+  window.AP = { api: api, localTimes: localTimes, clearErrors: clearErrors, showError: showError, fieldOf: fieldOf, busy: busy,
+    el: el, statusEl: statusEl, timeEl: timeEl, duration: duration, clip: clip };
 
   localTimes(document);
   document.querySelectorAll("form[data-auth-form]").forEach(authForm);

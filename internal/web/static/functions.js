@@ -10,30 +10,8 @@
 (function () {
   var AP = window.AP;
   if (!AP) return;
+  var el = AP.el, statusEl = AP.statusEl, timeEl = AP.timeEl, duration = AP.duration, clip = AP.clip;
 
-  function el(tag, className, text) {
-    var e = document.createElement(tag);
-    if (className) e.className = className;
-    if (text !== undefined) e.textContent = text;
-    return e;
-  }
-  function statusEl(status) { return el("span", "status status-" + status, status); }
-  function timeEl(iso) {
-    var t = el("time", "", iso);
-    t.setAttribute("datetime", iso);
-    return t;
-  }
-  // duration and preview format as the server does (live.go).
-  function duration(ms) {
-    if (ms === null || ms === undefined) return "";
-    if (ms < 1000) return ms + " ms";
-    if (ms < 60000) return (ms / 1000).toFixed(1) + " s";
-    return Math.floor(ms / 60000) + " min " + Math.floor((ms % 60000) / 1000) + " s";
-  }
-  function clip(s) {
-    var chars = Array.from(s);
-    return chars.length <= 140 ? s : chars.slice(0, 139).join("") + "…";
-  }
   function preview(e) {
     if (e.error) return clip(e.error);
     if (e.output === null || e.output === undefined) return "";
