@@ -196,7 +196,9 @@ func TestSlowClientIsDisconnected(t *testing.T) {
 
 func TestSocketPingsAndShutdown(t *testing.T) {
 	t.Parallel()
-	e := newWSEnv(t, events.WSOptions{PingInterval: 20 * time.Millisecond})
+	// The interval is also the pong's deadline: 20 ms was missed in a
+	// loaded full -race run, and the server rightly hung up.
+	e := newWSEnv(t, events.WSOptions{PingInterval: 250 * time.Millisecond})
 	var pings atomic.Int32
 	c := e.dial(t, "", &websocket.DialOptions{OnPingReceived: func(context.Context, []byte) bool {
 		pings.Add(1)
