@@ -490,6 +490,20 @@ func (s *Service) UserInfo(ctx context.Context, c *auth.Caller, appID, provider 
 		return nil, err
 	}
 	u, err := flow.UserInfo(ctx, token)
+	var status *oauth.StatusError
+	if errors.As(err, &status) && status.Status == http.StatusUnauthorized {
+		// A refresh may have rotated the token between our read and the
+		// provider's answer (many providers revoke the old one at once):
+		// once more with the connection's current token.
+		fresh, ferr := s.store.ConnectionGet(ctx, conn.ID)
+		if ferr == nil && fresh.Version != conn.Version && isConnected(fresh) && !expired(fresh, s.now()) {
+			if token, err = s.box.Open(fresh.AccessTokenEnc); err != nil {
+				return nil, err
+			}
+			conn = fresh
+			u, err = flow.UserInfo(ctx, token)
+		}
+	}
 	if err != nil {
 		return nil, apperr.Newf(apperr.AuthFailed, "The user info of %q could not be read: %s", provider, oauth.Describe(err))
 	}
