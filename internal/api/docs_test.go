@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"net/url"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -14,23 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/store"
-	"github.com/agentplatform/agentplatform/internal/testdb"
+	"github.com/agentplatform/agentplatform/internal/webtest"
 )
-
-// chromium finds the browser, or skips (fails under AP_TEST_REQUIRE_ALL=1).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	if testdb.RequireAll() {
-		t.Fatal("no chromium on PATH (apt-get install chromium)")
-	}
-	t.Skip("no chromium on PATH")
-	return ""
-}
 
 // TestDocsPageStaysOnItsOrigin loads /docs in headless Chromium under a
 // real-looking hostname (Swagger UI shows its validator badge, a request
@@ -41,7 +25,7 @@ func TestDocsPageStaysOnItsOrigin(t *testing.T) {
 	e := newEnv(t, store.SQLite, nil)
 	require.Contains(t, string(e.do("GET", "/docs/init.js", nil).Body), "validatorUrl: null")
 
-	browser := chromium(t)
+	browser := webtest.Chromium(t)
 	u, err := url.Parse(e.url)
 	require.NoError(t, err)
 	origin := "docs.example.test:" + u.Port()
