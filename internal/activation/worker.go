@@ -208,7 +208,7 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.
 	}
 	o := store.Outcome{Status: store.StatusCompleted, OutputData: cleantext.JSON(res.Output), CompletedAt: s.now()}
 	if runErr != nil {
-		o = store.Outcome{Status: store.StatusFailed, Error: cleantext.String(errorText(runErr)), CompletedAt: s.now()}
+		o = store.Outcome{Status: store.StatusFailed, Error: cleantext.Error(errorText(runErr)), CompletedAt: s.now()}
 	}
 	if len(res.Logs) > 0 {
 		o.Logs, o.LogsTruncated = cleantext.JSON(mustJSON(res.Logs)), res.LogsTruncated

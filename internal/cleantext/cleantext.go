@@ -297,3 +297,28 @@ func findValue(v any, at string) (string, Problem, bool) {
 	}
 	return "", None, false
 }
+
+// ErrorBytes caps an error text where it is recorded (DESIGN: an error text
+// is capped like an output, 64 KiB, then Truncated).
+const ErrorBytes = 64 << 10
+
+// Truncated marks where a capped text was cut.
+const Truncated = "…[truncated]"
+
+// Cap returns s cut to at most n bytes, at a character boundary, with
+// Truncated after the cut; s itself when it fits.
+func Cap(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + Truncated
+}
+
+// Error is an error text as it is recorded: capped at ErrorBytes, then
+// cleaned as String does. Every place that stores a run's error goes
+// through it, whichever executor failed.
+func Error(s string) string { return String(Cap(s, ErrorBytes)) }

@@ -2,6 +2,7 @@ package cleantext_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -120,4 +121,17 @@ func BenchmarkCleanJSON(b *testing.B) {
 			b.Fatal("clean")
 		}
 	}
+}
+
+func TestCapAndError(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "short", cleantext.Cap("short", 5))
+	require.Equal(t, "sho"+cleantext.Truncated, cleantext.Cap("short", 3))
+	// Never in the middle of a character.
+	require.Equal(t, "a"+cleantext.Truncated, cleantext.Cap("aé", 2))
+	big := strings.Repeat("x", 3<<20) + "\x00"
+	got := cleantext.Error(big)
+	require.Len(t, got, cleantext.ErrorBytes+len(cleantext.Truncated))
+	require.True(t, strings.HasSuffix(got, cleantext.Truncated))
+	require.Equal(t, "a\uFFFDb", cleantext.Error("a\x00b"))
 }

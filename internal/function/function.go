@@ -222,7 +222,7 @@ func (s *Service) execute(ctx context.Context, f *store.Function, input json.Raw
 	case errors.Is(cause, errTimedOut):
 		e.Status, e.Error = StatusFailed, fmt.Sprintf("Execution timed out after %d s", f.TimeoutSeconds)
 	default:
-		e.Status, e.Error = StatusFailed, cleantext.String(runErr.Error())
+		e.Status, e.Error = StatusFailed, cleantext.Error(runErr.Error())
 	}
 	if len(res.Logs) > 0 {
 		e.Logs, _ = json.Marshal(res.Logs)
