@@ -29,14 +29,32 @@
       return String(v);
     }
   };
-  const logger = (level) => (...parts) => { call("log", { level, parts: parts.map(text) }); };
+  // Caps from Go (__setup): a log line and an error text cross to Go cut
+  // to about their cap, so that a 30 MB console.log or a 20 MB throw never
+  // becomes a 30 MB Go string; Go cuts them exactly, in bytes.
+  let caps = { log: 256 * 1024, error: 64 * 1024 };
+  const cut = (s, n) => (s.length > n ? s.slice(0, n + 1) : s);
+  const logger = (level) => (...parts) => { call("log", { level, parts: [cut(parts.map(text).join(" "), caps.log)] }); };
+  // What a thrown value reads as: an Error its name, message and stack;
+  // any other value what JavaScript engines print for it uncaught
+  // (Uncaught undefined, Uncaught 42), a string itself.
+  const failureOf = (e) => {
+    if (e instanceof Error) {
+      return { name: cut(String(e.name), caps.error), message: cut(String(e.message), caps.error), stack: cut(String(e.stack || ""), caps.error) };
+    }
+    if (typeof e === "string") return { name: "Error", message: cut(e, caps.error) };
+    if (e === undefined || typeof e !== "object") return { name: "Error", message: "Uncaught " + String(e) };
+    return { name: "Error", message: cut(text(e), caps.error) };
+  };
 
   let ctx = null;
   let state = "pending";
   let output = null;
   let failure = null;
+  let threwNull = false; // run() rejected with null itself
 
-  fix("__setup", (fieldsJSON, namesJSON) => {
+  fix("__setup", (fieldsJSON, namesJSON, capsJSON) => {
+    caps = JSON.parse(capsJSON);
     ctx = JSON.parse(fieldsJSON);
     for (const path of JSON.parse(namesJSON)) {
       const parts = path.split(".");
@@ -71,10 +89,9 @@
     }, (e) => {
       // QuickJS throws null when it cannot even allocate the error: out
       // of memory (failure stays null). A script's own throw null reads
-      // the same.
-      failure = e === null ? null : e instanceof Error
-        ? { name: e.name, message: String(e.message), stack: e.stack || "" }
-        : { name: "Error", message: text(e) };
+      // the same; Go tells them apart as well as it can (__roomy).
+      threwNull = e === null;
+      failure = threwNull ? null : failureOf(e);
       state = "failed";
     }).catch(() => {
       // Only exhaustion gets here (the handlers above catch the rest):
@@ -93,4 +110,16 @@
   fix("__state", () => state);
   fix("__output", () => JSON.stringify(output === undefined ? null : output));
   fix("__failure", () => JSON.stringify(failure));
+  // __roomy answers, after a null was thrown (by the top level: thrown;
+  // else run() rejected with null), whether n bytes can be allocated now:
+  // false (or no answer) means the memory is still full. A failure that is
+  // null for want of memory to record it is no null thrown: false.
+  fix("__roomy", (n, thrown) => {
+    if (!thrown && !threwNull) return false;
+    try {
+      return new ArrayBuffer(n).byteLength === n;
+    } catch (_) {
+      return false;
+    }
+  });
 })();

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"modernc.org/quickjs"
+
+	"github.com/agentplatform/agentplatform/internal/cleantext"
 )
 
 // Limits of one run.
@@ -31,9 +33,13 @@ type Limits struct {
 	// OutputBytes caps the JSON of run's result.
 	OutputBytes int
 	// LogBytes caps the logs; what comes after is dropped and the logs are
-	// marked truncated.
+	// marked truncated (a line that does not fit whole is kept cut).
 	LogBytes int
 }
+
+// ErrorBytes caps the message and the stack of a script's exception, as
+// every recorded error text is capped (cleantext.ErrorBytes).
+const ErrorBytes = cleantext.ErrorBytes
 
 // DefaultLimits are DESIGN's: 64 MiB, 1 MiB of output, 256 KiB of logs.
 var DefaultLimits = Limits{MemoryBytes: 64 << 20, OutputBytes: 1 << 20, LogBytes: 256 << 10}
@@ -80,7 +86,12 @@ type Result struct {
 
 // Errors of a run, besides the script's own exceptions (*ScriptError).
 var (
-	ErrOutOfMemory  = errors.New("the run exceeded its memory limit (out of memory)")
+	ErrOutOfMemory = errors.New("the run exceeded its memory limit (out of memory)")
+	// ErrThrewNull is a run that failed with null: the code threw null,
+	// or QuickJS could not allocate even an error, which it throws as null
+	// too. When the memory is still full afterwards the run fails with
+	// ErrOutOfMemory instead; otherwise the two cannot be told apart.
+	ErrThrewNull    = errors.New("Uncaught null: the code threw null, or ran out of memory (the engine throws null when it cannot allocate an error)")
 	ErrNeverSettles = errors.New("run() awaits a promise that never settles: nothing is left that could settle it")
 )
 
@@ -184,10 +195,15 @@ func (r *run) exec() error {
 	if len(fields) == 0 {
 		fields = json.RawMessage("{}")
 	}
-	if err := r.enter("__setup", string(fields), string(names)); err != nil {
+	caps, _ := json.Marshal(map[string]int{"log": r.p.Limits.LogBytes, "error": ErrorBytes})
+	if err := r.enter("__setup", string(fields), string(names), string(caps)); err != nil {
 		return err
 	}
 	if _, err := vm.Eval(r.p.Code, quickjs.EvalGlobal); err != nil {
+		var qe *quickjs.Error
+		if errors.As(err, &qe) && qe.Error() == "null" && r.ctx.Err() == nil {
+			return r.null(true) // the top level threw null, or ran out of memory
+		}
 		return r.scriptError(err)
 	}
 	input := r.p.Input
@@ -284,12 +300,13 @@ func (r *run) failure() error {
 		return err
 	}
 	if s == "null" {
-		return ErrOutOfMemory // see the prelude's last catch
+		return r.null(false)
 	}
 	var e ScriptError
 	if json.Unmarshal([]byte(s), &e) != nil || (e.Message == "" && e.Name == "") {
 		e.Message = "run() failed"
 	}
+	e.capped()
 	if e.Stack != "" {
 		r.log("error", e.Error()+"\n"+e.Stack)
 	}
@@ -299,7 +316,28 @@ func (r *run) failure() error {
 	return &e
 }
 
-// scriptError translates an exception that escaped to Go.
+// null is the error of a run that failed with null (see ErrThrewNull):
+// out of memory when a quarter of the ceiling cannot be allocated now.
+// thrown is a null the top level threw, which is no failure to record.
+func (r *run) null(thrown bool) error {
+	if v, err := r.vm.Call("__roomy", r.p.Limits.MemoryBytes/4, thrown); err != nil || v != true {
+		return ErrOutOfMemory
+	}
+	return ErrThrewNull
+}
+
+// capped cuts e's texts to ErrorBytes each: a 20 MB throw fails the run
+// with 64 KiB of its message.
+func (e *ScriptError) capped() {
+	e.Name = cleantext.Cap(e.Name, 256)
+	e.Message = cleantext.Cap(e.Message, ErrorBytes)
+	e.Stack = cleantext.Cap(e.Stack, ErrorBytes)
+}
+
+// scriptError translates an exception that escaped to Go: one the top
+// level of the code threw (the run's own rejections go through the
+// prelude, which cuts them before they cross). The binding has copied
+// such an exception whole; it is cut here, before it goes anywhere.
 func (r *run) scriptError(err error) error {
 	if r.ctx.Err() != nil {
 		return r.ctx.Err()
@@ -315,6 +353,7 @@ func (r *run) scriptError(err error) error {
 		if e.Message == "" {
 			e.Message = qe.Error()
 		}
+		e.capped()
 		if e.Stack != "" {
 			r.log("error", e.Error()+"\n"+e.Stack)
 		}
@@ -323,7 +362,7 @@ func (r *run) scriptError(err error) error {
 	if strings.Contains(err.Error(), "out of memory") {
 		return ErrOutOfMemory
 	}
-	return &ScriptError{Message: err.Error()}
+	return &ScriptError{Message: cleantext.Cap(err.Error(), ErrorBytes)}
 }
 
 // host is the one Go function JS sees: __host(name, argsJSON) answers
@@ -385,7 +424,14 @@ func (r *run) log(level, msg string) {
 		return
 	}
 	if r.logBytes+len(msg) > r.p.Limits.LogBytes {
+		// The line that does not fit is kept cut to what is left, so that
+		// one oversized line still shows; nothing after it is kept.
 		r.res.LogsTruncated = true
+		if left := r.p.Limits.LogBytes - r.logBytes - len(cleantext.Truncated); left > 0 {
+			msg = cleantext.Cap(msg, left)
+			r.logBytes = r.p.Limits.LogBytes
+			r.res.Logs = append(r.res.Logs, LogLine{TS: time.Now().UTC(), Level: level, Message: msg})
+		}
 		return
 	}
 	r.logBytes += len(msg)
