@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"runtime"
 	"strings"
 	"testing"
@@ -92,4 +93,23 @@ func TestOneHugeLogLineIsKeptCut(t *testing.T) { //nolint:paralleltest // counts
 	require.Greater(t, len(res.Logs[0].Message), 255<<10)
 	require.True(t, strings.HasSuffix(res.Logs[0].Message, cleantext.Truncated))
 	require.Less(t, n, uint64(4<<20), "the Go side allocated %d bytes for an 8 MB log line", n)
+}
+
+// Arguments bigger than any host call takes are refused in the VM, before
+// they cross to Go.
+func TestHostCallArgumentsAreCapped(t *testing.T) {
+	t.Parallel()
+	called := false
+	res, err := sandbox.Run(context.Background(), sandbox.Program{
+		Code: `async function run(input, ctx) {
+			try { await ctx.data.create("notes", {body: "x".repeat(5000)}); } catch (e) { return e.name + ": " + e.message; }
+		}`,
+		Calls: map[string]sandbox.Call{"data.create": func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			called = true
+			return nil, nil
+		}},
+		Limits: sandbox.Limits{MemoryBytes: 16 << 20, OutputBytes: 1 << 20, LogBytes: 1 << 10, CallBytes: 4096}})
+	require.NoError(t, err)
+	require.False(t, called)
+	require.Equal(t, `"RangeError: the arguments of ctx.data.create are 5021 characters of JSON, over the limit of 4096"`, string(res.Output))
 }

@@ -15,7 +15,13 @@
     return err;
   };
   const call = (name, args) => {
-    const o = JSON.parse(host(name, JSON.stringify(args)));
+    const json = JSON.stringify(args);
+    if (json.length > caps.call) {
+      // Refused in the VM: arguments bigger than any call takes never
+      // become a Go string.
+      throw new RangeError(`the arguments of ctx.${name} are ${json.length} characters of JSON, over the limit of ${caps.call}`);
+    }
+    const o = JSON.parse(host(name, json));
     if (o.error) throw thrown(o.error);
     return o.value;
   };
@@ -32,7 +38,7 @@
   // Caps from Go (__setup): a log line and an error text cross to Go cut
   // to about their cap, so that a 30 MB console.log or a 20 MB throw never
   // becomes a 30 MB Go string; Go cuts them exactly, in bytes.
-  let caps = { log: 256 * 1024, error: 64 * 1024 };
+  let caps = { log: 256 * 1024, error: 64 * 1024, call: 8 * 1024 * 1024 };
   const cut = (s, n) => (s.length > n ? s.slice(0, n + 1) : s);
   const logger = (level) => (...parts) => { call("log", { level, parts: [cut(parts.map(text).join(" "), caps.log)] }); };
   // What a thrown value reads as: an Error its name, message and stack;

@@ -35,6 +35,10 @@ type Limits struct {
 	// LogBytes caps the logs; what comes after is dropped and the logs are
 	// marked truncated (a line that does not fit whole is kept cut).
 	LogBytes int
+	// CallBytes caps the JSON of a host call's arguments, checked in the
+	// VM: arguments no call could take never cross to Go (0: 8 MiB, more
+	// than any call accepts; a fetch body is at most 5 MiB).
+	CallBytes int
 }
 
 // ErrorBytes caps the message and the stack of a script's exception, as
@@ -42,7 +46,7 @@ type Limits struct {
 const ErrorBytes = cleantext.ErrorBytes
 
 // DefaultLimits are DESIGN's: 64 MiB, 1 MiB of output, 256 KiB of logs.
-var DefaultLimits = Limits{MemoryBytes: 64 << 20, OutputBytes: 1 << 20, LogBytes: 256 << 10}
+var DefaultLimits = Limits{MemoryBytes: 64 << 20, OutputBytes: 1 << 20, LogBytes: 256 << 10, CallBytes: 8 << 20}
 
 // Call is a host function: args is the JSON array of the JS arguments; the
 // result is JSON (nil for null). An error of type *Thrown is thrown in JS
@@ -131,6 +135,9 @@ func Run(ctx context.Context, p Program) (*Result, error) {
 	if p.Limits == (Limits{}) {
 		p.Limits = DefaultLimits
 	}
+	if p.Limits.CallBytes <= 0 {
+		p.Limits.CallBytes = DefaultLimits.CallBytes
+	}
 	r := &run{ctx: ctx, p: p, res: &Result{}}
 	err := r.exec()
 	if ctx.Err() != nil {
@@ -195,7 +202,7 @@ func (r *run) exec() error {
 	if len(fields) == 0 {
 		fields = json.RawMessage("{}")
 	}
-	caps, _ := json.Marshal(map[string]int{"log": r.p.Limits.LogBytes, "error": ErrorBytes})
+	caps, _ := json.Marshal(map[string]int{"log": r.p.Limits.LogBytes, "error": ErrorBytes, "call": r.p.Limits.CallBytes})
 	if err := r.enter("__setup", string(fields), string(names), string(caps)); err != nil {
 		return err
 	}
