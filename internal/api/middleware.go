@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/limits"
 )
 
-// MaxBodyBytes is the largest request body accepted (413 beyond).
-const MaxBodyBytes = 1 << 20
+// MaxBodyBytes is the largest request body accepted (413 beyond); a
+// record written from JavaScript obeys the same limit.
+const MaxBodyBytes = limits.BodyBytes
 
 // MaxHeaderBytes is the largest request head (request line and headers)
 // accepted: 431 with the error body beyond. The http.Server reads up to

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
+	"github.com/agentplatform/agentplatform/internal/limits"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -194,14 +195,16 @@ func recordOut(r *store.Record) Record {
 	return Record{ItemID: r.ID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, CreatedBy: r.CreatedBy, Data: r.Data}
 }
 
-// ListRecords lists the user's records of model slug in app.
+// ListRecords lists the user's records of model slug in app: a page of at
+// most q.Limit records and limits.PageBytes of them (fewer, has_more true),
+// from the API as from ctx.data.list.
 func (s *Service) ListRecords(ctx context.Context, userID, appID, slug string, q Query) (*Page, error) {
 	m, err := s.model(ctx, appID, slug)
 	if err != nil {
 		return nil, err
 	}
 	fields := fieldsOf(m)
-	sq := store.RecordQuery{UserID: userID, ModelID: m.ID, Limit: q.Limit, Offset: q.Offset, Desc: true}
+	sq := store.RecordQuery{UserID: userID, ModelID: m.ID, Limit: q.Limit, Offset: q.Offset, Desc: true, MaxBytes: limits.PageBytes}
 	names := make([]string, 0, len(q.Filter))
 	for name := range q.Filter {
 		names = append(names, name)
@@ -319,12 +322,18 @@ func (s *Service) CreateRecord(ctx context.Context, userID, appID, slug string, 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSize(len(data)); err != nil {
+		return nil, err
+	}
 	obj, err := decodeData(data)
 	if err != nil {
 		return nil, err
 	}
 	clean, err := Validate(fieldList(m), obj)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSize(len(clean)); err != nil {
 		return nil, err
 	}
 	now := s.now()
@@ -353,6 +362,9 @@ func (s *Service) rewrite(ctx context.Context, userID, appID, slug, itemID strin
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSize(len(data)); err != nil {
+		return nil, err
+	}
 	r, err := s.record(ctx, userID, m, itemID)
 	if err != nil {
 		return nil, err
@@ -379,6 +391,9 @@ func (s *Service) rewrite(ctx context.Context, userID, appID, slug, itemID strin
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSize(len(clean)); err != nil {
+		return nil, err // a merge may grow a record past the limit
+	}
 	r.Data, r.UpdatedAt = clean, s.now()
 	if err := s.store.RecordUpdate(ctx, r); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -404,6 +419,16 @@ func (s *Service) DeleteRecord(ctx context.Context, userID, appID, slug, itemID 
 		return errRecordNotFound
 	}
 	return err
+}
+
+// checkSize refuses a record of n bytes of JSON over the API's body limit,
+// whichever way it came (DESIGN: a record written from JavaScript obeys
+// the API's body limit), before it is decoded.
+func checkSize(n int) error {
+	if n > limits.BodyBytes {
+		return apperr.Newf(apperr.PayloadTooLarge, "A record is at most %d bytes of JSON (1 MiB); this one is %d bytes", limits.BodyBytes, n)
+	}
+	return nil
 }
 
 func fieldList(m *store.AppModel) []apps.Field {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/egress"
+	"github.com/agentplatform/agentplatform/internal/limits"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/sandbox"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -79,7 +80,9 @@ type JavaScript struct {
 	Data        Data        // nil: ctx.data throws
 	Credentials Credentials // nil: NoCredentials
 	Limits      sandbox.Limits
-	fetch       *http.Client
+	// PageBytes bounds a ctx.storage.list page (limits.PageBytes when 0).
+	PageBytes int
+	fetch     *http.Client
 }
 
 // NewJavaScript returns the JavaScript executor; memoryMB is
@@ -243,7 +246,8 @@ func (j *JavaScript) storageSet(run *Run) sandbox.Call {
 			value = json.RawMessage("null")
 		}
 		if len(value) > maxStorageValue {
-			return nil, &sandbox.Thrown{Name: "ValidationError", Message: fmt.Sprintf("a storage value is at most %d bytes of JSON", maxStorageValue)}
+			return nil, &sandbox.Thrown{Name: string(apperr.PayloadTooLarge),
+				Message: fmt.Sprintf("a storage value is at most %d bytes of JSON; this one is %d bytes", maxStorageValue, len(value))}
 		}
 		return nil, thrown(j.Store.StorageSet(ctx, run.UserID, run.AppID, key, value, store.Now()))
 	}
@@ -262,13 +266,35 @@ func (j *JavaScript) storageDelete(run *Run) sandbox.Call {
 	}
 }
 
+// listOptions is ctx.storage.list's second argument.
+type listOptions struct {
+	Limit *int   `json:"limit"`
+	After string `json:"after"`
+}
+
+// storageList is ctx.storage.list(prefix, {limit, after}): a page of keys
+// in key order, at most limit (1 to 1000, default 1000) and at most
+// PageBytes of keys and values; the next page starts after the last key
+// of this one, and an empty page is the end.
 func (j *JavaScript) storageList(run *Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
 		var prefix string
-		if err := args(a, &prefix); err != nil {
+		var o listOptions
+		if err := args(a, &prefix, &o); err != nil {
 			return nil, err
 		}
-		items, err := j.Store.StorageList(ctx, run.UserID, run.AppID, prefix, maxStorageList)
+		limit := maxStorageList
+		if o.Limit != nil {
+			limit = *o.Limit
+		}
+		if limit < 1 || limit > maxStorageList {
+			return nil, &sandbox.Thrown{Name: "ValidationError", Message: fmt.Sprintf("limit is 1 to %d", maxStorageList)}
+		}
+		budget := j.PageBytes
+		if budget <= 0 {
+			budget = limits.PageBytes
+		}
+		items, err := j.Store.StorageList(ctx, run.UserID, run.AppID, prefix, o.After, limit, budget)
 		if err != nil {
 			return nil, thrown(err)
 		}

@@ -35,17 +35,29 @@ func (s *Store) StorageDelete(ctx context.Context, userID, appID, key string) er
 	return mapErr(err)
 }
 
-// StorageList returns up to limit keys of the user's app that start with
-// prefix, in key order.
-func (s *Store) StorageList(ctx context.Context, userID, appID, prefix string, limit int) ([]StorageItem, error) {
+// StorageList returns a page of the user's app's keys that start with
+// prefix and come after after ("" from the first), in key order: at most
+// limit keys, and no more once their keys and values pass maxBytes (the
+// first always comes). The database sums the sizes, so the values past the
+// page never leave it.
+func (s *Store) StorageList(ctx context.Context, userID, appID, prefix, after string, limit, maxBytes int) ([]StorageItem, error) {
+	size := "octet_length(key) + octet_length(value::text)"
+	if s.dialect == SQLite {
+		size = "length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))"
+	}
 	// A range, not LIKE: a prefix holding % or _ means itself.
 	return queryAll(ctx, s.reader(), func(row interface{ Scan(...any) error }, it *StorageItem) error {
 		var v []byte
 		err := row.Scan(&it.Key, &v)
 		it.Value = v
 		return err
-	}, `SELECT key, value FROM app_storage WHERE app_id = $1 AND user_id = $2 AND key >= $3 AND ($4 = '' OR key < $4)
-		ORDER BY key LIMIT $5`, appID, userID, prefix, prefixEnd(prefix), limit)
+	}, `SELECT key, value FROM (
+			SELECT key, value, ROW_NUMBER() OVER w AS n, SUM(`+size+` + 20) OVER w AS bytes FROM (
+				SELECT key, value FROM app_storage WHERE app_id = $1 AND user_id = $2 AND key >= $3 AND ($4 = '' OR key < $4) AND key > $5
+				ORDER BY key LIMIT $6
+			) keys WINDOW w AS (ORDER BY key ROWS UNBOUNDED PRECEDING)
+		) page WHERE n = 1 OR bytes <= $7 ORDER BY key`,
+		appID, userID, prefix, prefixEnd(prefix), after, limit, maxBytes)
 }
 
 // prefixEnd is the least string greater than every string starting with

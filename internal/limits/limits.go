@@ -1,0 +1,15 @@
+// Package limits holds the sizes that more than one way in must agree on:
+// what the API refuses in a request body, JavaScript must not be able to
+// write through a host call either.
+package limits
+
+// BodyBytes is the largest request body the API accepts (413 beyond), and
+// so the largest record of app data, written from the API or from
+// JavaScript (ctx.data.create and update).
+const BodyBytes = 1 << 20
+
+// PageBytes bounds a page that a host call from JavaScript answers with
+// (ctx.storage.list, ctx.data.list) and a page of app data records: the
+// items stop there (fewer items, more to read), and the rows past it are
+// never read from the database. A page always holds at least one item.
+const PageBytes = 1 << 20
