@@ -13,6 +13,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/quota"
 	"github.com/agentplatform/agentplatform/internal/sandbox"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -79,7 +80,9 @@ type JavaScript struct {
 	Data        Data        // nil: ctx.data throws
 	Credentials Credentials // nil: NoCredentials
 	Limits      sandbox.Limits
-	fetch       *http.Client
+	// Quotas bound what ctx.storage keeps (AP_QUOTA_STORAGE_*).
+	Quotas quota.Limits
+	fetch  *http.Client
 }
 
 // NewJavaScript returns the JavaScript executor; memoryMB is
@@ -89,7 +92,7 @@ func NewJavaScript(st *store.Store, guard *egress.Guard, llmExec *LLM, memoryMB 
 	if memoryMB > 0 {
 		limits.MemoryBytes = memoryMB << 20
 	}
-	return &JavaScript{Store: st, LLM: llmExec, Limits: limits, Credentials: NoCredentials{},
+	return &JavaScript{Store: st, LLM: llmExec, Limits: limits, Credentials: NoCredentials{}, Quotas: quota.Defaults(),
 		fetch: guard.Client(egress.Options{Field: "ctx.http.fetch", Timeout: fetchTimeout, MaxBody: fetchMaxBody, MaxRedirects: fetchRedirects})}
 }
 
@@ -245,7 +248,8 @@ func (j *JavaScript) storageSet(run *Run) sandbox.Call {
 		if len(value) > maxStorageValue {
 			return nil, &sandbox.Thrown{Name: "ValidationError", Message: fmt.Sprintf("a storage value is at most %d bytes of JSON", maxStorageValue)}
 		}
-		return nil, thrown(j.Store.StorageSet(ctx, run.UserID, run.AppID, key, value, store.Now()))
+		err := j.Store.StorageSet(ctx, run.UserID, run.AppID, key, value, store.Now(), j.Quotas.Storage())
+		return nil, thrown(j.Quotas.FromStore(err))
 	}
 }
 

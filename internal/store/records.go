@@ -54,30 +54,12 @@ func scanRecord(row interface{ Scan(...any) error }, r *Record) error {
 	return err
 }
 
-// RecordCreate inserts r.
-func (s *Store) RecordCreate(ctx context.Context, r *Record) error {
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO app_records (`+recordColumns+`) VALUES ($1, $2, $3, $4, `+s.dataValue("$5")+`, $6, $7, $8)`,
-		r.ID, r.ModelID, r.AppID, r.UserID, string(r.Data), r.CreatedBy, s.ts(r.CreatedAt), s.ts(r.UpdatedAt))
-	return mapErr(err)
-}
-
 // RecordGet returns the user's record id of model, or ErrNotFound.
 func (s *Store) RecordGet(ctx context.Context, userID, modelID, id string) (*Record, error) {
 	var r Record
 	err := scanRecord(s.reader().QueryRowContext(ctx, `SELECT `+s.recordSelect()+` FROM app_records WHERE id = $1 AND model_id = $2 AND user_id = $3`,
 		id, modelID, userID), &r)
 	return &r, mapErr(err)
-}
-
-// RecordUpdate writes r's data and updated_at.
-func (s *Store) RecordUpdate(ctx context.Context, r *Record) error {
-	return expectOne(s.writer().ExecContext(ctx, `UPDATE app_records SET data = `+s.dataValue("$4")+`, updated_at = $5 WHERE id = $1 AND model_id = $2 AND user_id = $3`,
-		r.ID, r.ModelID, r.UserID, string(r.Data), s.ts(r.UpdatedAt)))
-}
-
-// RecordDelete deletes the user's record id of model (ErrNotFound when absent).
-func (s *Store) RecordDelete(ctx context.Context, userID, modelID, id string) error {
-	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM app_records WHERE id = $1 AND model_id = $2 AND user_id = $3`, id, modelID, userID))
 }
 
 // RecordCount is how many records of model the user has: the count a
