@@ -160,7 +160,8 @@ func (s *Service) model(ctx context.Context, appID, slug string) (*store.AppMode
 }
 
 // PatchModel changes a model's name and fields ({name?, fields?}); the
-// slug stays. Records already stored are not rewritten.
+// slug stays. Records already stored are not rewritten, so a field's type
+// changes only when their values are of the new type (409 otherwise).
 func (s *Service) PatchModel(ctx context.Context, appID, slug string, patch json.RawMessage) (*Model, error) {
 	m, err := s.model(ctx, appID, slug)
 	if err != nil {
@@ -180,6 +181,9 @@ func (s *Service) PatchModel(ctx context.Context, appID, slug string, patch json
 	raw, _ := json.Marshal(merged)
 	def, err := s.decodeModel(raw)
 	if err != nil {
+		return nil, err
+	}
+	if err := apps.CheckRetype(ctx, s.store, m, def.Fields); err != nil {
 		return nil, err
 	}
 	m.Name = def.Name

@@ -188,15 +188,43 @@ func (s *Store) jsonPath(field string) string {
 }
 
 // field is the SQL of data's field at the bound path p, typed for compare.
+// On PostgreSQL a value of another JSON type (stored before its field's
+// type changed) is NULL, as a missing one: a cast of it would fail the
+// whole list. SQLite compares mixed types without failing.
 func (s *Store) field(p, compare string) string {
 	if s.dialect == SQLite {
 		return "json_extract(data, " + p + ")"
 	}
 	switch compare {
 	case CompareNumber:
-		return "(data->>" + p + "::text)::numeric"
+		return "(CASE WHEN jsonb_typeof(data->" + p + "::text) = 'number' THEN (data->>" + p + "::text)::numeric END)"
 	case CompareBool:
-		return "(data->>" + p + "::text)::boolean"
+		return "(CASE WHEN jsonb_typeof(data->" + p + "::text) = 'boolean' THEN (data->>" + p + "::text)::boolean END)"
 	}
 	return "(data->>" + p + "::text)"
+}
+
+// RecordScan calls fn with the data of every record of model (of every
+// user), one row at a time: what a check over all of them reads without
+// holding them all.
+func (s *Store) RecordScan(ctx context.Context, modelID string, fn func(data []byte) error) error {
+	col := "data"
+	if s.dialect == SQLite {
+		col = "json(data)"
+	}
+	rows, err := s.reader().QueryContext(ctx, `SELECT `+col+` FROM app_records WHERE model_id = $1`, modelID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return err
+		}
+		if err := fn(data); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
