@@ -17,7 +17,7 @@ import (
 type ErrorBody struct {
 	Detail     string `json:"detail" doc:"What went wrong, safe to show"`
 	StatusCode int    `json:"status_code" doc:"The HTTP status"`
-	ErrorType  string `json:"error_type" doc:"ValidationError, AuthenticationError, PermissionError, NotFoundError, ConflictError, RateLimitError, PayloadTooLargeError, InternalError, or a credential error"`
+	ErrorType  string `json:"error_type" doc:"ValidationError, AuthenticationError, PermissionError, NotFoundError, ConflictError, RateLimitError, PayloadTooLargeError, QuotaExceededError, InternalError, or a credential error"`
 }
 
 func (e *ErrorBody) Error() string  { return e.Detail }
@@ -32,6 +32,7 @@ var statusOf = map[apperr.Kind]int{
 	apperr.Conflict:            http.StatusConflict,
 	apperr.RateLimit:           http.StatusTooManyRequests,
 	apperr.PayloadTooLarge:     http.StatusRequestEntityTooLarge,
+	apperr.QuotaExceeded:       http.StatusConflict,
 	apperr.Internal:            http.StatusInternalServerError,
 	apperr.CredentialNotFound:  http.StatusNotFound,
 	apperr.TokenExpired:        http.StatusUnauthorized,
@@ -80,6 +81,9 @@ func errorBody(ctx context.Context, err error) *ErrorBody {
 		status, known := statusOf[ae.Kind]
 		if !known {
 			status = http.StatusInternalServerError
+		}
+		if ae.Kind == apperr.QuotaExceeded && ae.TooLarge {
+			status = http.StatusRequestEntityTooLarge
 		}
 		// A 502 is the provider's failure, told as such; other 5xx are
 		// ours and their causes stay in the log.

@@ -229,7 +229,7 @@ func TestOpenAPIIsExact(t *testing.T) {
 	// Closed sets are enums.
 	var kinds []string
 	for _, k := range []apperr.Kind{apperr.Validation, apperr.Authentication, apperr.Permission, apperr.NotFound, apperr.Conflict,
-		apperr.RateLimit, apperr.PayloadTooLarge, apperr.Internal, apperr.CredentialNotFound, apperr.TokenExpired,
+		apperr.RateLimit, apperr.PayloadTooLarge, apperr.QuotaExceeded, apperr.Internal, apperr.CredentialNotFound, apperr.TokenExpired,
 		apperr.InvalidScope, apperr.AuthFailed, apperr.ProviderUnsupported} {
 		kinds = append(kinds, string(k))
 	}

@@ -22,17 +22,23 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/limits"
+	"github.com/agentplatform/agentplatform/internal/quota"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
 // Service is the app data domain.
 type Service struct {
-	store *store.Store
-	now   func() time.Time
+	// Quotas bound models per app, fields per model and records per
+	// model (the API and ctx.data alike); New sets the defaults.
+	Quotas quota.Limits
+	store  *store.Store
+	now    func() time.Time
 }
 
 // New returns the service over st.
-func New(st *store.Store) *Service { return &Service{store: st, now: store.Now} }
+func New(st *store.Store) *Service {
+	return &Service{store: st, now: store.Now, Quotas: quota.Defaults()}
+}
 
 // Model is a data model with its fields.
 type Model struct {
@@ -82,6 +88,18 @@ func modelOut(m *store.AppModel) *Model {
 	return out
 }
 
+// decodeModel validates a model's JSON definition, fields within quota.
+func (s *Service) decodeModel(def json.RawMessage) (*apps.Model, error) {
+	m, err := decodeModel(def)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Quotas.Check(quota.Fields, len(m.Fields), "fields"); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // decodeModel validates a model's JSON definition.
 func decodeModel(def json.RawMessage) (*apps.Model, error) {
 	var v any
@@ -109,18 +127,18 @@ func (s *Service) ListModels(ctx context.Context, appID string) ([]Model, error)
 
 // CreateModel creates a model from its definition {slug, name, fields}.
 func (s *Service) CreateModel(ctx context.Context, appID string, def json.RawMessage) (*Model, error) {
-	m, err := decodeModel(def)
+	m, err := s.decodeModel(def)
 	if err != nil {
 		return nil, err
 	}
 	fields, _ := json.Marshal(m.Fields)
 	now := s.now()
 	row := &store.AppModel{ID: uuid.Must(uuid.NewV7()).String(), AppID: appID, Slug: m.Slug, Name: m.Name, Fields: fields, CreatedAt: now, UpdatedAt: now}
-	if err := s.store.AppModelCreate(ctx, row); err != nil {
+	if err := s.store.AppModelCreate(ctx, row, s.Quotas.Models); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, apperr.Newf(apperr.Conflict, "A model with slug %q already exists in this app", m.Slug)
 		}
-		return nil, err
+		return nil, s.Quotas.FromStore(err)
 	}
 	return modelOut(row), nil
 }
@@ -143,7 +161,8 @@ func (s *Service) model(ctx context.Context, appID, slug string) (*store.AppMode
 }
 
 // PatchModel changes a model's name and fields ({name?, fields?}); the
-// slug stays. Records already stored are not rewritten.
+// slug stays. Records already stored are not rewritten, so a field's type
+// changes only when their values are of the new type (409 otherwise).
 func (s *Service) PatchModel(ctx context.Context, appID, slug string, patch json.RawMessage) (*Model, error) {
 	m, err := s.model(ctx, appID, slug)
 	if err != nil {
@@ -161,8 +180,11 @@ func (s *Service) PatchModel(ctx context.Context, appID, slug string, patch json
 		}
 	}
 	raw, _ := json.Marshal(merged)
-	def, err := decodeModel(raw)
+	def, err := s.decodeModel(raw)
 	if err != nil {
+		return nil, err
+	}
+	if err := apps.CheckRetype(ctx, s.store, m, def.Fields); err != nil {
 		return nil, err
 	}
 	m.Name = def.Name
@@ -339,8 +361,8 @@ func (s *Service) CreateRecord(ctx context.Context, userID, appID, slug string, 
 	now := s.now()
 	r := &store.Record{ID: uuid.Must(uuid.NewV7()).String(), ModelID: m.ID, AppID: appID, UserID: userID, Data: clean,
 		CreatedBy: createdBy, CreatedAt: now, UpdatedAt: now}
-	if err := s.store.RecordCreate(ctx, r); err != nil {
-		return nil, err
+	if err := s.store.RecordCreate(ctx, r, s.Quotas.Data()); err != nil {
+		return nil, s.Quotas.FromStore(err)
 	}
 	out := recordOut(r)
 	return &out, nil
@@ -395,11 +417,11 @@ func (s *Service) rewrite(ctx context.Context, userID, appID, slug, itemID strin
 		return nil, err // a merge may grow a record past the limit
 	}
 	r.Data, r.UpdatedAt = clean, s.now()
-	if err := s.store.RecordUpdate(ctx, r); err != nil {
+	if err := s.store.RecordUpdate(ctx, r, s.Quotas.Data()); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, errRecordNotFound
 		}
-		return nil, err
+		return nil, s.Quotas.FromStore(err)
 	}
 	out := recordOut(r)
 	return &out, nil

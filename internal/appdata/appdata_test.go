@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apps"
+	"github.com/agentplatform/agentplatform/internal/quota"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -96,7 +97,7 @@ func BenchmarkListRecords(b *testing.B) {
 				for i := range n {
 					data := fmt.Sprintf(`{"subject":"t%d","n":%d,"score":%d.5,"done":%v,"level":"%s"}`, i, i%100, (i*7919)%10000, i%2 == 0, []string{"low", "high"}[i%2])
 					if err := tx.RecordCreate(ctx, &store.Record{ID: uuid.Must(uuid.NewV7()).String(), ModelID: m.ID, AppID: app.ID, UserID: user.ID,
-						Data: json.RawMessage(data), CreatedAt: now, UpdatedAt: now}); err != nil {
+						Data: json.RawMessage(data), CreatedAt: now, UpdatedAt: now}, quota.Defaults().Data()); err != nil {
 						return err
 					}
 				}

@@ -3,9 +3,7 @@ package appdata
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
-	"time"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
@@ -39,7 +37,7 @@ func Validate(fields []apps.Field, data map[string]any) (json.RawMessage, error)
 			delete(data, k)
 			continue
 		}
-		if err := checkValue(f, data[k]); err != nil {
+		if err := f.Check(data[k]); err != nil {
 			return nil, err
 		}
 	}
@@ -53,66 +51,4 @@ func Validate(fields []apps.Field, data map[string]any) (json.RawMessage, error)
 
 func invalid(path, what string) error {
 	return apperr.Invalid(path, fmt.Sprintf("Invalid value for field %s: %s", path, what))
-}
-
-func checkValue(f apps.Field, v any) error {
-	path := "data." + f.Name
-	switch f.Type {
-	case "string", "text":
-		if _, ok := v.(string); !ok {
-			return invalid(path, "expected a string")
-		}
-	case "integer":
-		if !isInteger(v) {
-			return invalid(path, "expected an integer")
-		}
-	case "number":
-		if _, ok := number(v); !ok {
-			return invalid(path, "expected a number")
-		}
-	case "boolean":
-		if _, ok := v.(bool); !ok {
-			return invalid(path, "expected true or false")
-		}
-	case "datetime":
-		s, ok := v.(string)
-		if !ok {
-			return invalid(path, "expected an RFC 3339 date-time string")
-		}
-		if _, err := time.Parse(time.RFC3339Nano, s); err != nil {
-			return invalid(path, "expected an RFC 3339 date-time such as 2026-01-02T15:04:05Z")
-		}
-	case "enum":
-		s, ok := v.(string)
-		if !ok || !slices.Contains(f.Values, s) {
-			return invalid(path, fmt.Sprintf("must be one of %v", f.Values))
-		}
-	case "json":
-	default:
-		return invalid(path, "the model's field has an unknown type")
-	}
-	return nil
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		f, err := n.Float64()
-		return f, err == nil
-	case float64:
-		return n, true
-	case int:
-		return float64(n), true
-	}
-	return 0, false
-}
-
-func isInteger(v any) bool {
-	if n, ok := v.(json.Number); ok {
-		if _, err := n.Int64(); err == nil {
-			return true
-		}
-	}
-	f, ok := number(v)
-	return ok && f == float64(int64(f))
 }

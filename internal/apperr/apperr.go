@@ -22,6 +22,7 @@ const (
 	Conflict            Kind = "ConflictError"
 	RateLimit           Kind = "RateLimitError"
 	PayloadTooLarge     Kind = "PayloadTooLargeError"
+	QuotaExceeded       Kind = "QuotaExceededError"
 	Internal            Kind = "InternalError"
 	CredentialNotFound  Kind = "CredentialNotFoundError"
 	TokenExpired        Kind = "TokenExpiredError"
@@ -38,6 +39,9 @@ type Error struct {
 	Field string
 	// Err is the underlying cause, kept for logs and errors.Is, never shown.
 	Err error
+	// TooLarge makes a QuotaExceeded error a 413 (a quota of bytes)
+	// instead of a 409 (a quota of things).
+	TooLarge bool
 }
 
 func (e *Error) Error() string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/quota"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
@@ -228,6 +229,9 @@ type writeOpts struct {
 // caller's app with its slug: all of it in one transaction, so a failure
 // leaves nothing behind.
 func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts writeOpts) (*Imported, error) {
+	if err := s.checkQuotas(m, opts.root); err != nil {
+		return nil, err
+	}
 	for i := range m.Authenticators {
 		if err := s.PrepareAuthenticator(index(join(opts.root, "authenticators"), i)+".", &m.Authenticators[i]); err != nil {
 			return nil, err
@@ -314,6 +318,29 @@ func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts w
 	out.Created = Counts{Agents: len(m.Agents), Models: len(m.Models), Functions: len(m.Functions),
 		Pipelines: len(m.Pipelines), Authenticators: len(m.Authenticators)}
 	return out, nil
+}
+
+// checkQuotas refuses a manifest that declares more models, fields or
+// pipeline steps than the quotas allow, naming the path at fault. An
+// import leaves the app with the manifest's parts only, so the counts are
+// the manifest's.
+func (s *Service) checkQuotas(m *Manifest, root string) error {
+	q := s.opts.Quotas
+	models := join(root, "models")
+	if err := q.Check(quota.Models, len(m.Models), models); err != nil {
+		return err
+	}
+	for i := range m.Models {
+		if err := q.Check(quota.Fields, len(m.Models[i].Fields), index(models, i)+".fields"); err != nil {
+			return err
+		}
+	}
+	for i := range m.Pipelines {
+		if err := q.Check(quota.PipelineSteps, len(m.Pipelines[i].Steps), index(join(root, "pipelines"), i)+".steps"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func slugTaken(slug string) error {

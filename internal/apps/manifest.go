@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/inputschema"
 	"github.com/agentplatform/agentplatform/internal/oauth"
 	"github.com/agentplatform/agentplatform/internal/version"
 	"github.com/agentplatform/agentplatform/internal/webhook"
@@ -403,6 +404,9 @@ func decodeFunction(d *decoder, o *object) FunctionSpec {
 		s := o.obj("input_schema", false)
 		checkSchema(d, s)
 		f.InputSchema = o.rawJSON("input_schema")
+		if err := inputschema.Check(f.InputSchema); d.err == nil && err != nil {
+			d.invalid(o.at("input_schema"), "%s", err.Error())
+		}
 	}
 	f.TimeoutSeconds = o.integer("timeout_seconds", DefaultFunctionTimeout, 1, maxTimeout)
 	return f

@@ -53,8 +53,13 @@ func (w *partWriter) sync(ctx context.Context, m *Manifest, existing bool) error
 		}
 	}
 	if err := syncParts(models, m.Models, func(r *store.AppModel) string { return r.Slug }, func(s *Model) string { return s.Slug },
-		func(s *Model) error { r := w.model(s, nil); return w.tx.AppModelCreate(ctx, r) },
-		func(old *store.AppModel, s *Model) error { return w.tx.AppModelUpdate(ctx, w.model(s, old)) },
+		func(s *Model) error { r := w.model(s, nil); return w.tx.AppModelCreate(ctx, r, 0) },
+		func(old *store.AppModel, s *Model) error {
+			if err := CheckRetype(ctx, w.tx, old, s.Fields); err != nil {
+				return err
+			}
+			return w.tx.AppModelUpdate(ctx, w.model(s, old))
+		},
 		func(r *store.AppModel) error { return w.tx.AppModelDelete(ctx, r.ID) }); err != nil {
 		return err
 	}

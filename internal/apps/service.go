@@ -16,6 +16,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/egress"
+	"github.com/agentplatform/agentplatform/internal/quota"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -59,6 +60,9 @@ type Options struct {
 	PublicURL string
 	// Production is AP_ENV=production: authorize URLs must be HTTPS.
 	Production bool
+	// Quotas bound what a manifest declares (models, fields, pipeline
+	// steps); zero means the defaults.
+	Quotas quota.Limits
 }
 
 // New returns the service; secrets seals webhook agents' secrets, and eg
@@ -67,6 +71,9 @@ type Options struct {
 func New(st *store.Store, a *auth.Service, secrets *secret.Box, eg *egress.Guard, opts Options) *Service {
 	if eg == nil {
 		eg = egress.New(nil)
+	}
+	if opts.Quotas == (quota.Limits{}) {
+		opts.Quotas = quota.Defaults()
 	}
 	return &Service{store: st, auth: a, secrets: secrets, egress: eg, opts: opts, now: store.Now}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/quota"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -42,6 +43,9 @@ type Options struct {
 	// MaxConnections caps a user's WebSocket and SSE connections on a node
 	// (Hold); 0 means DefaultMaxConnections.
 	MaxConnections int
+	// Quotas bound a user's API keys (AP_QUOTA_API_KEYS); zero means the
+	// defaults.
+	Quotas quota.Limits
 }
 
 // Service is the auth domain over the store.
@@ -69,6 +73,9 @@ func New(s *store.Store, log *slog.Logger, opts Options) (*Service, error) {
 	}
 	if opts.MaxConnections <= 0 {
 		opts.MaxConnections = DefaultMaxConnections
+	}
+	if opts.Quotas == (quota.Limits{}) {
+		opts.Quotas = quota.Defaults()
 	}
 	svc := &Service{store: s, log: log, opts: opts, dummyHash: dummy, now: store.Now,
 		hasher: newHasher(opts.Password, opts.HashSlots, opts.HashWait)}

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentplatform/agentplatform/internal/quota"
 )
 
 // Config is every setting of a platform process.
@@ -70,6 +72,10 @@ type Config struct {
 	// EgressAllow is AP_EGRESS_ALLOW: the networks that outbound calls to
 	// user-supplied addresses may reach although they are private.
 	EgressAllow CIDRs
+
+	// Quotas are the per-user and per-app quotas (AP_QUOTA_*), with
+	// defaults a normal app never meets.
+	Quotas quota.Limits
 }
 
 // Production reports whether AP_ENV=production.
@@ -99,6 +105,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		SessionTTL:             30 * 24 * time.Hour,
 		CredentialScanInterval: 15 * time.Second,
 		CredentialRefreshRate:  50,
+		Quotas:                 quota.Defaults(),
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -167,6 +174,16 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	list("AP_TRUSTED_PROXIES", &c.TrustedProxies)
 	list("AP_CORS_ORIGINS", &c.CORSOrigins)
 	list("AP_EGRESS_ALLOW", &c.EgressAllow)
+	for _, q := range quotaVars(&c.Quotas) {
+		if v := getenv(q.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: not an integer: %q", q.name, v))
+				continue
+			}
+			*q.dst = n
+		}
+	}
 	return c, errors.Join(errs...)
 }
 
@@ -223,6 +240,11 @@ func (c *Config) Validate() error {
 	if c.CredentialRefreshRate < 1 || c.CredentialRefreshRate > 10000 {
 		bad("AP_CREDENTIAL_REFRESH_RATE must be between 1 and 10000")
 	}
+	for _, q := range quotaVars(&c.Quotas) {
+		if *q.dst < 1 {
+			bad("%s must be at least 1", q.name)
+		}
+	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		bad("AP_TLS_CERT and AP_TLS_KEY go together")
 	}
@@ -246,6 +268,22 @@ func (c *Config) Validate() error {
 		bad("AP_PUBLIC_URL must be https in production")
 	}
 	return errors.Join(errs...)
+}
+
+// quotaVars are the AP_QUOTA_* variables and the limits they set.
+func quotaVars(l *quota.Limits) []struct {
+	name string
+	dst  *int64
+} {
+	return []struct {
+		name string
+		dst  *int64
+	}{
+		{quota.StorageBytes.Env, &l.StorageBytes}, {quota.StorageKeys.Env, &l.StorageKeys},
+		{quota.Records.Env, &l.Records}, {quota.RecordBytes.Env, &l.RecordBytes},
+		{quota.Models.Env, &l.Models}, {quota.Fields.Env, &l.Fields},
+		{quota.PipelineSteps.Env, &l.PipelineSteps}, {quota.APIKeys.Env, &l.APIKeys},
+	}
 }
 
 // DatabaseDSN is the database to open: AP_DATABASE_URL, or the SQLite file

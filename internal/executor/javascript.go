@@ -14,6 +14,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/limits"
 	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/quota"
 	"github.com/agentplatform/agentplatform/internal/sandbox"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -82,7 +83,9 @@ type JavaScript struct {
 	Limits      sandbox.Limits
 	// PageBytes bounds a ctx.storage.list page (limits.PageBytes when 0).
 	PageBytes int
-	fetch     *http.Client
+	// Quotas bound what ctx.storage keeps (AP_QUOTA_STORAGE_*).
+	Quotas quota.Limits
+	fetch  *http.Client
 }
 
 // NewJavaScript returns the JavaScript executor; memoryMB is
@@ -92,7 +95,7 @@ func NewJavaScript(st *store.Store, guard *egress.Guard, llmExec *LLM, memoryMB 
 	if memoryMB > 0 {
 		limits.MemoryBytes = memoryMB << 20
 	}
-	return &JavaScript{Store: st, LLM: llmExec, Limits: limits, Credentials: NoCredentials{},
+	return &JavaScript{Store: st, LLM: llmExec, Limits: limits, Credentials: NoCredentials{}, Quotas: quota.Defaults(),
 		fetch: guard.Client(egress.Options{Field: "ctx.http.fetch", Timeout: fetchTimeout, MaxBody: fetchMaxBody, MaxRedirects: fetchRedirects})}
 }
 
@@ -249,7 +252,8 @@ func (j *JavaScript) storageSet(run *Run) sandbox.Call {
 			return nil, &sandbox.Thrown{Name: string(apperr.PayloadTooLarge),
 				Message: fmt.Sprintf("a storage value is at most %d bytes of JSON; this one is %d bytes", maxStorageValue, len(value))}
 		}
-		return nil, thrown(j.Store.StorageSet(ctx, run.UserID, run.AppID, key, value, store.Now()))
+		err := j.Store.StorageSet(ctx, run.UserID, run.AppID, key, value, store.Now(), j.Quotas.Storage())
+		return nil, thrown(j.Quotas.FromStore(err))
 	}
 }
 

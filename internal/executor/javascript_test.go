@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/quota"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -40,7 +41,7 @@ func TestStorageListAnswersBoundedPages(t *testing.T) {
 		require.NoError(t, st.UserCreate(ctx, u, false))
 		app := &store.App{ID: uuid.NewString(), UserID: u.ID, Name: "S", Slug: "s", Version: "1.0.0", Status: "active", CreatedAt: now, UpdatedAt: now}
 		require.NoError(t, st.AppCreate(ctx, app))
-		j := &executor.JavaScript{Store: st, PageBytes: 10 << 10}
+		j := &executor.JavaScript{Store: st, PageBytes: 10 << 10, Quotas: quota.Defaults()}
 
 		out := jsRun(t, j, u.ID, app.ID, `async function run(input, ctx) {
 			const v = "x".repeat(3000);

@@ -23,6 +23,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/cleantext"
 	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/inputschema"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -46,7 +47,7 @@ type Service struct {
 
 type cachedSchema struct {
 	updated time.Time
-	schema  *jsonschema.Schema
+	schema  *inputschema.Schema
 }
 
 // New returns the service; run is the JavaScript executor.
@@ -78,17 +79,10 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, appID string, limit,
 	return s.store.FunctionListByUser(ctx, c.UserID, appID, limit, offset)
 }
 
-// decode validates a function's fields (the manifest's rules) and that its
-// schema compiles.
+// decode validates a function's fields (the manifest's rules, which
+// include that its schema compiles within its bounds).
 func decode(body map[string]any) (*apps.FunctionSpec, error) {
-	spec, err := apps.DecodeFunction(body)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := compile(spec.InputSchema); err != nil {
-		return nil, apperr.Invalid("input_schema", "Invalid value for field input_schema: "+err.Error())
-	}
-	return spec, nil
+	return apps.DecodeFunction(body)
 }
 
 // Create makes a function in the caller's app body["app_id"].
@@ -196,15 +190,22 @@ func (s *Service) execute(ctx context.Context, f *store.Function, input json.Raw
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}")
 	}
-	if err := s.validate(f, input); err != nil {
-		return nil, err
-	}
 	e := &store.Execution{ID: uuid.Must(uuid.NewV7()).String(), FunctionID: f.ID, AppID: f.AppID, UserID: f.UserID, Input: input, CreatedAt: s.now()}
 	timeout := time.Duration(max(f.TimeoutSeconds, 1)) * time.Second
+	// The input's validation is part of the run: it stops at the run's
+	// timeout and when the caller goes away (a schema may be costly).
 	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimedOut)
-	cfg, _ := json.Marshal(map[string]string{"runtime": "javascript", "code": f.Code})
-	res, runErr := s.run.Execute(runCtx, &executor.Run{Kind: executor.Execution, ID: e.ID, UserID: f.UserID, AppID: f.AppID,
-		FunctionID: f.ID, CreatedAt: e.CreatedAt, Input: input, Config: cfg, TimeoutSeconds: f.TimeoutSeconds})
+	var res *executor.Result
+	runErr := s.validate(runCtx, f, input)
+	if _, invalid := apperr.As(runErr); invalid {
+		cancel()
+		return nil, runErr // the input does not match the schema: no run
+	}
+	if runErr == nil {
+		cfg, _ := json.Marshal(map[string]string{"runtime": "javascript", "code": f.Code})
+		res, runErr = s.run.Execute(runCtx, &executor.Run{Kind: executor.Execution, ID: e.ID, UserID: f.UserID, AppID: f.AppID,
+			FunctionID: f.ID, CreatedAt: e.CreatedAt, Input: input, Config: cfg, TimeoutSeconds: f.TimeoutSeconds})
+	}
 	cause := context.Cause(runCtx)
 	cancel()
 	if ctx.Err() != nil {
@@ -285,13 +286,14 @@ func (s *Service) History(ctx context.Context, c *auth.Caller, appID, functionID
 	return out, total, nil
 }
 
-// validate checks input against f's schema (compiled once per version).
-func (s *Service) validate(f *store.Function, input json.RawMessage) error {
+// validate checks input against f's schema (compiled once per version)
+// until ctx ends (inputschema.ErrInterrupted).
+func (s *Service) validate(ctx context.Context, f *store.Function, input json.RawMessage) error {
 	s.mu.Lock()
 	c, ok := s.schemas[f.ID]
 	s.mu.Unlock()
 	if !ok || !c.updated.Equal(f.UpdatedAt) {
-		sch, err := compile(f.InputSchema)
+		sch, err := inputschema.Compile(f.InputSchema)
 		if err != nil {
 			return apperr.Invalid("input_schema", "The function's input_schema does not compile: "+err.Error())
 		}
@@ -304,10 +306,13 @@ func (s *Service) validate(f *store.Function, input json.RawMessage) error {
 	if err != nil {
 		return apperr.Invalid("input", "Invalid value for field input: not JSON")
 	}
-	if err := c.schema.Validate(inst); err != nil {
+	if err := c.schema.Validate(ctx, inst); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
 			return schemaError(ve)
+		}
+		if errors.Is(err, inputschema.ErrInterrupted) {
+			return err
 		}
 		return apperr.Invalid("input", "Invalid value for field input: "+err.Error())
 	}
@@ -329,29 +334,4 @@ func schemaError(ve *jsonschema.ValidationError) error {
 		msg = msg[i+2:]
 	}
 	return apperr.Invalid(path, fmt.Sprintf("Invalid value for field %s: %s", path, strings.TrimSpace(msg)))
-}
-
-// noLoader refuses every $ref to another document: a schema must not make
-// the platform fetch a URL (or read a file).
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("$ref to %s: schemas cannot load other documents", url)
-}
-
-func compile(schema json.RawMessage) (*jsonschema.Schema, error) {
-	if len(bytes.TrimSpace(schema)) == 0 {
-		schema = json.RawMessage(`{"type":"object"}`)
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noLoader{})
-	c.AssertFormat()
-	if err := c.AddResource("input_schema.json", doc); err != nil {
-		return nil, err
-	}
-	return c.Compile("input_schema.json")
 }

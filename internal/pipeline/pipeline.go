@@ -24,6 +24,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/queue"
+	"github.com/agentplatform/agentplatform/internal/quota"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -69,6 +70,9 @@ type EventBus interface {
 
 // Service is the pipelines domain.
 type Service struct {
+	// Quotas bound a pipeline's steps (AP_QUOTA_PIPELINE_STEPS); New sets
+	// the defaults.
+	Quotas    quota.Limits
 	store     *store.Store
 	auth      *auth.Service
 	apps      Apps
@@ -83,7 +87,8 @@ type Service struct {
 // New returns the service and registers its step worker; call before the
 // queue starts.
 func New(st *store.Store, a *auth.Service, ap Apps, acts Activations, fns Functions, bus EventBus, q *queue.Queue, log *slog.Logger) *Service {
-	s := &Service{store: st, auth: a, apps: ap, acts: acts, functions: fns, events: bus, queue: q, log: log, now: store.Now}
+	s := &Service{store: st, auth: a, apps: ap, acts: acts, functions: fns, events: bus, queue: q, log: log, now: store.Now,
+		Quotas: quota.Defaults()}
 	q.AddQueue(Queue, 10)
 	queue.AddWorker(q, &stepWorker{svc: s})
 	return s
@@ -129,7 +134,14 @@ func (s *Service) decode(ctx context.Context, appID string, body map[string]any)
 	for _, f := range fns {
 		refs["function"][f.Name] = true
 	}
-	return apps.DecodePipeline(body, refs)
+	spec, err := apps.DecodePipeline(body, refs)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Quotas.Check(quota.PipelineSteps, len(spec.Steps), "steps"); err != nil {
+		return nil, err
+	}
+	return spec, nil
 }
 
 // Create makes a pipeline in the caller's app body["app_id"].

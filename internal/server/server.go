@@ -139,13 +139,14 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	s.Auth, err = auth.New(s.Store, s.Log, auth.Options{
 		SessionTTL: s.Config.SessionTTL, RegistrationOpen: s.Config.RegistrationOpen(), Password: s.opts.Password,
-		MaxConnections: s.opts.MaxConnectionsPerUser,
+		MaxConnections: s.opts.MaxConnectionsPerUser, Quotas: s.Config.Quotas,
 	})
 	if err != nil {
 		return err
 	}
 	s.Egress = egress.New(s.Config.EgressAllow)
-	s.Apps = apps.New(s.Store, s.Auth, s.Secrets, s.Egress, apps.Options{PublicURL: s.Config.PublicURL, Production: s.Config.Production()})
+	s.Apps = apps.New(s.Store, s.Auth, s.Secrets, s.Egress, apps.Options{PublicURL: s.Config.PublicURL, Production: s.Config.Production(),
+		Quotas: s.Config.Quotas})
 	if err := s.Apps.SeedSystemAgents(ctx); err != nil {
 		return fmt.Errorf("seed system agents: %w", err)
 	}
@@ -178,12 +179,14 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	s.Data = appdata.New(s.Store)
+	s.Data.Quotas = s.Config.Quotas
 	s.Credentials = credential.New(s.Store, s.Secrets, s.Events, s.Log, credential.Options{Egress: s.Egress,
 		PublicURL: s.Config.PublicURL, ScanInterval: s.Config.CredentialScanInterval,
 		RefreshRate: s.Config.CredentialRefreshRate})
 	s.Credentials.AddJobs(s.Queue)
 	llmExec := executor.NewLLM(s.resolveLLM, s.Store, s.Log)
 	js := executor.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
+	js.Quotas = s.Config.Quotas
 	js.Data = appdata.Scripts{Service: s.Data}
 	js.Credentials = credential.Scripts{Service: s.Credentials}
 	s.Executors = &executor.Set{LLM: llmExec,
@@ -201,6 +204,7 @@ func (s *Server) build(ctx context.Context) error {
 		EndHooks: []activation.EndHook{s.Auth.EndAgentKey},
 	}, activation.Options{Concurrency: s.Config.Workers})
 	s.Pipelines = pipeline.New(s.Store, s.Auth, s.Apps, s.Activations, s.Functions, s.Events, s.Queue, s.Log)
+	s.Pipelines.Quotas = s.Config.Quotas
 	// A pipeline's agent step moves its run on when its activation ends.
 	s.Activations.EndHooks = append(s.Activations.EndHooks, s.Pipelines.EndHook)
 	s.Metrics.QueueDepth(func() (int, int, error) { return s.Store.ActivationDepth(context.Background()) })

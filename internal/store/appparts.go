@@ -31,13 +31,6 @@ func scanAppModel(row interface{ Scan(...any) error }, m *AppModel) error {
 	return err
 }
 
-// AppModelCreate inserts m.
-func (s *Store) AppModelCreate(ctx context.Context, m *AppModel) error {
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO app_models (`+appModelColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		m.ID, m.AppID, m.Slug, m.Name, jsonOr(m.Fields, "[]"), s.ts(m.CreatedAt), s.ts(m.UpdatedAt))
-	return mapErr(err)
-}
-
 // AppModelUpdate writes m's name and fields.
 func (s *Store) AppModelUpdate(ctx context.Context, m *AppModel) error {
 	return expectOne(s.writer().ExecContext(ctx, `UPDATE app_models SET name = $2, fields = $3, updated_at = $4 WHERE id = $1`,

@@ -110,7 +110,7 @@ func TestAppsStore(t *testing.T) {
 		// Parts of each kind, and the cascade when the app goes.
 		now := store.Now()
 		m := &store.AppModel{ID: uuid.NewString(), AppID: one.ID, Slug: "ticket", Name: "Ticket", Fields: json.RawMessage(`[{"name":"a","type":"string"}]`), CreatedAt: now, UpdatedAt: now}
-		require.NoError(t, s.AppModelCreate(ctx, m))
+		require.NoError(t, s.AppModelCreate(ctx, m, 0))
 		m.Name = "Tickets"
 		require.NoError(t, s.AppModelUpdate(ctx, m))
 		f := &store.Function{ID: uuid.NewString(), AppID: one.ID, UserID: u.ID, Name: "f", Code: "c", InputSchema: json.RawMessage(`{"type":"object"}`), TimeoutSeconds: 30, CreatedAt: now, UpdatedAt: now}

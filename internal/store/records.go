@@ -55,30 +55,12 @@ func scanRecord(row interface{ Scan(...any) error }, r *Record) error {
 	return err
 }
 
-// RecordCreate inserts r.
-func (s *Store) RecordCreate(ctx context.Context, r *Record) error {
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO app_records (`+recordColumns+`) VALUES ($1, $2, $3, $4, `+s.dataValue("$5")+`, $6, $7, $8)`,
-		r.ID, r.ModelID, r.AppID, r.UserID, string(r.Data), r.CreatedBy, s.ts(r.CreatedAt), s.ts(r.UpdatedAt))
-	return mapErr(err)
-}
-
 // RecordGet returns the user's record id of model, or ErrNotFound.
 func (s *Store) RecordGet(ctx context.Context, userID, modelID, id string) (*Record, error) {
 	var r Record
 	err := scanRecord(s.reader().QueryRowContext(ctx, `SELECT `+s.recordSelect()+` FROM app_records WHERE id = $1 AND model_id = $2 AND user_id = $3`,
 		id, modelID, userID), &r)
 	return &r, mapErr(err)
-}
-
-// RecordUpdate writes r's data and updated_at.
-func (s *Store) RecordUpdate(ctx context.Context, r *Record) error {
-	return expectOne(s.writer().ExecContext(ctx, `UPDATE app_records SET data = `+s.dataValue("$4")+`, updated_at = $5 WHERE id = $1 AND model_id = $2 AND user_id = $3`,
-		r.ID, r.ModelID, r.UserID, string(r.Data), s.ts(r.UpdatedAt)))
-}
-
-// RecordDelete deletes the user's record id of model (ErrNotFound when absent).
-func (s *Store) RecordDelete(ctx context.Context, userID, modelID, id string) error {
-	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM app_records WHERE id = $1 AND model_id = $2 AND user_id = $3`, id, modelID, userID))
 }
 
 // RecordCount is how many records of model the user has: the count a
@@ -218,15 +200,43 @@ func (s *Store) jsonPath(field string) string {
 }
 
 // field is the SQL of data's field at the bound path p, typed for compare.
+// On PostgreSQL a value of another JSON type (stored before its field's
+// type changed) is NULL, as a missing one: a cast of it would fail the
+// whole list. SQLite compares mixed types without failing.
 func (s *Store) field(p, compare string) string {
 	if s.dialect == SQLite {
 		return "json_extract(data, " + p + ")"
 	}
 	switch compare {
 	case CompareNumber:
-		return "(data->>" + p + "::text)::numeric"
+		return "(CASE WHEN jsonb_typeof(data->" + p + "::text) = 'number' THEN (data->>" + p + "::text)::numeric END)"
 	case CompareBool:
-		return "(data->>" + p + "::text)::boolean"
+		return "(CASE WHEN jsonb_typeof(data->" + p + "::text) = 'boolean' THEN (data->>" + p + "::text)::boolean END)"
 	}
 	return "(data->>" + p + "::text)"
+}
+
+// RecordScan calls fn with the data of every record of model (of every
+// user), one row at a time: what a check over all of them reads without
+// holding them all.
+func (s *Store) RecordScan(ctx context.Context, modelID string, fn func(data []byte) error) error {
+	col := "data"
+	if s.dialect == SQLite {
+		col = "json(data)"
+	}
+	rows, err := s.reader().QueryContext(ctx, `SELECT `+col+` FROM app_records WHERE model_id = $1`, modelID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var data []byte
+		if err := rows.Scan(&data); err != nil {
+			return err
+		}
+		if err := fn(data); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }

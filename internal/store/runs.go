@@ -20,21 +20,6 @@ func (s *Store) StorageGet(ctx context.Context, userID, appID, key string) (json
 	return v, mapErr(err)
 }
 
-// StorageSet sets key to value in the user's app.
-func (s *Store) StorageSet(ctx context.Context, userID, appID, key string, value json.RawMessage, at time.Time) error {
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO app_storage (app_id, user_id, key, value, updated_at) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (app_id, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at
-		WHERE app_storage.user_id = excluded.user_id`, appID, userID, key, string(value), s.ts(at))
-	return mapErr(err)
-}
-
-// StorageDelete deletes key from the user's app; deleting a missing key is
-// not an error.
-func (s *Store) StorageDelete(ctx context.Context, userID, appID, key string) error {
-	_, err := s.writer().ExecContext(ctx, `DELETE FROM app_storage WHERE app_id = $1 AND user_id = $2 AND key = $3`, appID, userID, key)
-	return mapErr(err)
-}
-
 // StorageList returns a page of the user's app's keys that start with
 // prefix and come after after ("" from the first), in key order: at most
 // limit keys, and no more once their keys and values pass maxBytes (the

@@ -26,9 +26,9 @@ func storageFixture(t *testing.T, s *store.Store, n, size int) (userID, appID st
 	require.NoError(t, s.AppCreate(ctx, app))
 	v, _ := json.Marshal(strings.Repeat("v", size-2))
 	for i := range n {
-		require.NoError(t, s.StorageSet(ctx, u.ID, app.ID, fmt.Sprintf("k%02d", i), v, now))
+		require.NoError(t, s.StorageSet(ctx, u.ID, app.ID, fmt.Sprintf("k%02d", i), v, now, store.StorageLimits{Keys: 1 << 40, Bytes: 1 << 40}))
 	}
-	require.NoError(t, s.StorageSet(ctx, u.ID, app.ID, "other", json.RawMessage(`1`), now))
+	require.NoError(t, s.StorageSet(ctx, u.ID, app.ID, "other", json.RawMessage(`1`), now, store.StorageLimits{Keys: 1 << 40, Bytes: 1 << 40}))
 	return u.ID, app.ID
 }
 
