@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -70,7 +71,18 @@ type Config struct {
 	// EgressAllow is AP_EGRESS_ALLOW: the networks that outbound calls to
 	// user-supplied addresses may reach although they are private.
 	EgressAllow CIDRs
+
+	// JSConcurrency is AP_JS_CONCURRENCY: the JavaScript runs one process
+	// executes at once (more wait for a slot, shared fairly between
+	// users), so that their memory ceilings add up to a known bound
+	// (JSConcurrency × JSMemoryMB) and the API keeps its share of the
+	// cores. Default DefaultJSConcurrency().
+	JSConcurrency int
 }
+
+// DefaultJSConcurrency is AP_JS_CONCURRENCY unset: 2 × CPUs (DESIGN), so a
+// run that waits on a host call does not leave a core idle.
+func DefaultJSConcurrency() int { return 2 * runtime.NumCPU() }
 
 // Production reports whether AP_ENV=production.
 func (c *Config) Production() bool { return c.Env == "production" }
@@ -99,6 +111,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		SessionTTL:             30 * 24 * time.Hour,
 		CredentialScanInterval: 15 * time.Second,
 		CredentialRefreshRate:  50,
+		JSConcurrency:          DefaultJSConcurrency(),
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -167,6 +180,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	list("AP_TRUSTED_PROXIES", &c.TrustedProxies)
 	list("AP_CORS_ORIGINS", &c.CORSOrigins)
 	list("AP_EGRESS_ALLOW", &c.EgressAllow)
+	integer("AP_JS_CONCURRENCY", &c.JSConcurrency)
 	return c, errors.Join(errs...)
 }
 
@@ -190,6 +204,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Var(&c.CORSOrigins, "cors-origins", "comma-separated origins allowed to call the API from a browser with a Bearer token (AP_CORS_ORIGINS)")
 	fs.Var(&c.EgressAllow, "egress-allow",
 		"comma-separated CIDRs that calls to user-supplied URLs may reach although private (AP_EGRESS_ALLOW)")
+	fs.IntVar(&c.JSConcurrency, "js-concurrency", c.JSConcurrency, "JavaScript runs executing at once per process (AP_JS_CONCURRENCY)")
 }
 
 // Validate checks the settings and fills the derived defaults (public URL).
@@ -222,6 +237,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CredentialRefreshRate < 1 || c.CredentialRefreshRate > 10000 {
 		bad("AP_CREDENTIAL_REFRESH_RATE must be between 1 and 10000")
+	}
+	if c.JSConcurrency < 1 || c.JSConcurrency > 1024 {
+		bad("AP_JS_CONCURRENCY must be between 1 and 1024")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		bad("AP_TLS_CERT and AP_TLS_KEY go together")
