@@ -72,3 +72,44 @@ func (e *env) awaitWithin(token, id string, limit time.Duration) *resp {
 		time.Sleep(10 * time.Millisecond) //nolint:forbidigo // polling with a deadline
 	}
 }
+
+// TestSpinningPipelinesDoNotBlockAnotherUser: user B starts more spinning
+// pipeline runs than the pipeline queue has workers (10); user A's
+// pipeline run still completes within seconds, because B's steps take at
+// most their share of the workers and the rest snooze (issue 16, item 7).
+func TestSpinningPipelinesDoNotBlockAnotherUser(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, map[string]string{"AP_JS_CONCURRENCY": "2"})
+		b := e.signup("b@example.com")
+		m := map[string]any{"name": "Spin", "slug": "spin", "version": "1.0.0", "functions": []any{map[string]any{
+			"name": "spin", "code": loop, "input_schema": map[string]any{"type": "object"}, "timeout_seconds": 10}}}
+		bApp := e.importManifest(b, m).expect(t, 201).str("app_id")
+		spin := e.createPipeline(b, bApp, "spin", step("s", "function", "spin", map[string]any{}))
+		for range 12 {
+			e.runPipeline(b, spin, map[string]any{})
+		}
+		require.Eventually(t, func() bool {
+			var n int
+			require.NoError(t, e.srv.Store.DB().QueryRow(`SELECT COUNT(*) FROM river_job WHERE kind = 'pipeline_step' AND state = 'running'`).Scan(&n))
+			return n >= 8
+		}, 10*time.Second, 20*time.Millisecond, "B's steps took the workers")
+
+		a := e.signup("a@example.com")
+		aApp := e.pipelineApp(a)
+		shout := e.createPipeline(a, aApp, "shout", step("s", "function", "shout", map[string]any{"text": "{{input.text}}", "n": 1}))
+		start := time.Now()
+		run := e.runPipeline(a, shout, map[string]any{"text": "hi"}).str("run_id")
+		deadline := time.Now().Add(6 * time.Second)
+		for {
+			r := e.do("GET", "/api/v1/pipelines/runs/"+run, nil, bearer(a)).expect(t, 200)
+			if st := r.str("status"); st == "completed" || st == "failed" {
+				require.Equal(t, "completed", st, string(r.Body))
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "A's run did not end within 6 s while B's pipelines spin: %s", r.Body)
+			time.Sleep(10 * time.Millisecond) //nolint:forbidigo // polling with a deadline
+		}
+		t.Logf("A's run ended %s after it started, while B's pipelines spin", time.Since(start))
+	})
+}
