@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/riverqueue/river"
@@ -29,8 +30,11 @@ type local struct {
 	// executed to AP_WORKERS, so that one claimed here (running) waits for
 	// an execution slot only while River runs hold it.
 	claims chan struct{}
-	slots  chan struct{} // one token per executing activation (AP_WORKERS)
-	paused atomic.Bool   // the queue is paused: run nothing locally
+	// slots are the executing activations (AP_WORKERS), local and River
+	// runs together, shared fairly between users: one user's runs take
+	// at most their share while others wait (fairshare).
+	slots  *fairshare.Pool
+	paused atomic.Bool // the queue is paused: run nothing locally
 	// pauseMu and pauseGen order this process's own pause changes and the
 	// refreshes, so that a refresh read before a change cannot undo it.
 	pauseMu  sync.Mutex
@@ -47,7 +51,7 @@ const deferFor = 45 * time.Second
 func (s *Service) startLocal() {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := max(1, s.opts.Concurrency)
-	s.local.Store(&local{claims: make(chan struct{}, n), slots: make(chan struct{}, n), ctx: ctx, stop: cancel})
+	s.local.Store(&local{claims: make(chan struct{}, n), slots: fairshare.New(n, 0), ctx: ctx, stop: cancel})
 }
 
 // stopLocal lets local runs finish until ctx ends, then stops them (they
@@ -84,19 +88,18 @@ func (s *Service) takeClaim() (release func()) {
 	}
 }
 
-// waitSlot reserves an execution slot, waiting while AP_WORKERS activations
-// execute (local and River runs together).
-func (s *Service) waitSlot(ctx context.Context) (release func(), err error) {
+// waitSlot reserves an execution slot for a run of owner, waiting while
+// AP_WORKERS activations execute (local and River runs together) or
+// owner's take their share of them.
+func (s *Service) waitSlot(ctx context.Context, owner string) (release func(), err error) {
 	l := s.local.Load()
 	if l == nil {
 		return func() {}, nil
 	}
-	select {
-	case l.slots <- struct{}{}:
-		return sync.OnceFunc(func() { <-l.slots }), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := l.slots.Acquire(ctx, owner); err != nil {
+		return nil, err
 	}
+	return sync.OnceFunc(func() { l.slots.Release(owner) }), nil
 }
 
 // trackLocal tracks the local run of activation id (see track), before
@@ -114,7 +117,7 @@ func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, 
 		defer l.wg.Done()
 		defer release()
 		slot := func(ctx context.Context) (func(), error) {
-			free, err := s.waitSlot(ctx)
+			free, err := s.waitSlot(ctx, a.UserID)
 			if err != nil {
 				return nil, err
 			}

@@ -218,7 +218,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		if release != nil {
 			opts = deferredOpts(a.Priority)
 		}
-		res, err := s.Queue.InsertTx(ctx, tx, Args{ActivationID: a.ID}, opts)
+		res, err := s.Queue.InsertTx(ctx, tx, Args{ActivationID: a.ID, UserID: a.UserID}, opts)
 		if err != nil {
 			return err
 		}
@@ -273,7 +273,7 @@ func (s *Service) replay(ctx context.Context, userID, key, hash string) (*store.
 
 // enqueue inserts the activation's job in tx: it commits with the row.
 func (s *Service) enqueue(ctx context.Context, tx *store.Store, a *store.Activation) error {
-	_, err := s.Queue.InsertTx(ctx, tx, Args{ActivationID: a.ID}, jobOpts(a.Priority))
+	_, err := s.Queue.InsertTx(ctx, tx, Args{ActivationID: a.ID, UserID: a.UserID}, jobOpts(a.Priority))
 	return err
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -13,12 +14,16 @@ import (
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
 // Args is the River job of one activation.
 type Args struct {
 	ActivationID string `json:"activation_id"`
+	// UserID owns the activation: the unit of the slots' fair share
+	// (empty in jobs queued before it was added: one shared owner).
+	UserID string `json:"user_id,omitempty"`
 }
 
 // Kind names the job in the queue.
@@ -34,14 +39,21 @@ func (w *jobWorker) Timeout(*river.Job[Args]) time.Duration { return -1 }
 
 // Work runs the activation. It returns an error only when the process is
 // stopping with the activation unfinished: River then retries the job, and
-// the activation, handed back to queued, runs again.
+// the activation, handed back to queued, runs again. A job whose user
+// already holds their share of the slots snoozes unless one of them frees
+// within a second, and leaves the River worker to other users' jobs,
+// which this process cannot see waiting while they are in the database.
 func (w *jobWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 	if _, here := w.svc.running.Load(job.Args.ActivationID); here {
 		return nil // running on this process's fast path
 	}
-	release, err := w.svc.waitSlot(ctx)
-	if err != nil {
-		return err
+	release := func() {}
+	if l := w.svc.local.Load(); l != nil {
+		owner := job.Args.UserID
+		if err := queue.TakeSlot(ctx, l.slots, owner, job.JobRow); err != nil {
+			return err
+		}
+		release = sync.OnceFunc(func() { l.slots.Release(owner) })
 	}
 	defer release()
 	return w.svc.run(ctx, job.Args.ActivationID, release)

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -76,7 +77,17 @@ type Config struct {
 	// Quotas are the per-user and per-app quotas (AP_QUOTA_*), with
 	// defaults a normal app never meets.
 	Quotas quota.Limits
+	// JSConcurrency is AP_JS_CONCURRENCY: the JavaScript runs one process
+	// executes at once (more wait for a slot, shared fairly between
+	// users), so that their memory ceilings add up to a known bound
+	// (JSConcurrency × JSMemoryMB) and the API keeps its share of the
+	// cores. Default DefaultJSConcurrency().
+	JSConcurrency int
 }
+
+// DefaultJSConcurrency is AP_JS_CONCURRENCY unset: 2 × CPUs (DESIGN), so a
+// run that waits on a host call does not leave a core idle.
+func DefaultJSConcurrency() int { return 2 * runtime.NumCPU() }
 
 // Production reports whether AP_ENV=production.
 func (c *Config) Production() bool { return c.Env == "production" }
@@ -106,6 +117,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		CredentialScanInterval: 15 * time.Second,
 		CredentialRefreshRate:  50,
 		Quotas:                 quota.Defaults(),
+		JSConcurrency:          DefaultJSConcurrency(),
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -184,6 +196,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 			*q.dst = n
 		}
 	}
+	integer("AP_JS_CONCURRENCY", &c.JSConcurrency)
 	return c, errors.Join(errs...)
 }
 
@@ -207,6 +220,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Var(&c.CORSOrigins, "cors-origins", "comma-separated origins allowed to call the API from a browser with a Bearer token (AP_CORS_ORIGINS)")
 	fs.Var(&c.EgressAllow, "egress-allow",
 		"comma-separated CIDRs that calls to user-supplied URLs may reach although private (AP_EGRESS_ALLOW)")
+	fs.IntVar(&c.JSConcurrency, "js-concurrency", c.JSConcurrency, "JavaScript runs executing at once per process (AP_JS_CONCURRENCY)")
 }
 
 // Validate checks the settings and fills the derived defaults (public URL).
@@ -244,6 +258,9 @@ func (c *Config) Validate() error {
 		if *q.dst < 1 {
 			bad("%s must be at least 1", q.name)
 		}
+	}
+	if c.JSConcurrency < 1 || c.JSConcurrency > 1024 {
+		bad("AP_JS_CONCURRENCY must be between 1 and 1024")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		bad("AP_TLS_CERT and AP_TLS_KEY go together")

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, "development", c.Env)
 	require.Equal(t, "info", c.LogLevel)
 	require.Equal(t, DefaultWorkers, c.Workers)
+	require.Equal(t, 2*runtime.NumCPU(), c.JSConcurrency, "AP_JS_CONCURRENCY: 2 × CPUs")
 	require.Equal(t, "open", c.Registration)
 	require.Equal(t, 600, c.RateLimit)
 	require.Equal(t, 10, c.LoginFailureLimit)
@@ -82,6 +84,7 @@ func TestFromEnvReadsEachVariable(t *testing.T) {
 		{"AP_LOG_LEVEL", "debug", func(c *Config) any { return c.LogLevel }, "debug"},
 		{"AP_SECRET_KEY", "a,b", func(c *Config) any { return c.secretKeyText }, "a,b"},
 		{"AP_WORKERS", "7", func(c *Config) any { return c.Workers }, 7},
+		{"AP_JS_CONCURRENCY", "3", func(c *Config) any { return c.JSConcurrency }, 3},
 		{"AP_REGISTRATION", "closed", func(c *Config) any { return c.Registration }, "closed"},
 		{"AP_RATE_LIMIT", "60", func(c *Config) any { return c.RateLimit }, 60},
 		{"AP_LOGIN_FAILURE_LIMIT", "3", func(c *Config) any { return c.LoginFailureLimit }, 3},
@@ -178,6 +181,8 @@ func TestValidate(t *testing.T) {
 		{name: "unknown env", env: map[string]string{"AP_ENV": "staging"}, wantErr: "AP_ENV"},
 		{name: "unknown registration", env: map[string]string{"AP_REGISTRATION": "invite"}, wantErr: "AP_REGISTRATION"},
 		{name: "zero workers", env: map[string]string{"AP_WORKERS": "0"}, wantErr: "AP_WORKERS"},
+		{name: "no JavaScript slot", env: map[string]string{"AP_JS_CONCURRENCY": "0"}, wantErr: "AP_JS_CONCURRENCY"},
+		{name: "too many JavaScript slots", env: map[string]string{"AP_JS_CONCURRENCY": "1025"}, wantErr: "AP_JS_CONCURRENCY"},
 		{name: "zero rate limit", env: map[string]string{"AP_RATE_LIMIT": "0"}, wantErr: "AP_RATE_LIMIT"},
 		{name: "negative rate limit", env: map[string]string{"AP_RATE_LIMIT": "-5"}, wantErr: "AP_RATE_LIMIT"},
 		{name: "zero login failures", env: map[string]string{"AP_LOGIN_FAILURE_LIMIT": "0"}, wantErr: "AP_LOGIN_FAILURE_LIMIT"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/egress"
+	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/limits"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/quota"
@@ -85,7 +86,10 @@ type JavaScript struct {
 	PageBytes int
 	// Quotas bound what ctx.storage keeps (AP_QUOTA_STORAGE_*).
 	Quotas quota.Limits
-	fetch  *http.Client
+	// Slots bounds the runs executing at once in this process (AP_JS_CONCURRENCY),
+	// shared fairly between users; nil: unbounded.
+	Slots *fairshare.Pool
+	fetch *http.Client
 }
 
 // NewJavaScript returns the JavaScript executor; memoryMB is
@@ -108,6 +112,16 @@ func (j *JavaScript) Execute(ctx context.Context, run *Run) (*Result, error) {
 	fields, err := j.fields(run)
 	if err != nil {
 		return nil, err
+	}
+	if j.Slots != nil {
+		// Every JavaScript run (agent, function, pipeline step) comes
+		// through here: bounding them bounds their memory to
+		// AP_JS_CONCURRENCY × AP_JS_MEMORY_MB and leaves the API its
+		// share of the cores. The wait counts in the run's timeout.
+		if err := j.Slots.Acquire(ctx, run.UserID); err != nil {
+			return nil, context.Cause(ctx)
+		}
+		defer j.Slots.Release(run.UserID)
 	}
 	res, err := sandbox.Run(ctx, sandbox.Program{Code: cfg.Code, Input: run.Input, Ctx: fields, Calls: j.calls(run), Limits: j.Limits})
 	out := &Result{LogsTruncated: res.LogsTruncated}

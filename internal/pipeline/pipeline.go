@@ -22,6 +22,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/quota"
@@ -82,14 +83,20 @@ type Service struct {
 	queue     *queue.Queue
 	log       *slog.Logger
 	now       func() time.Time
+	// slots share the step workers fairly between users: a function step
+	// may spin until its timeout, and one user's must not hold them all.
+	slots *fairshare.Pool
 }
+
+// workers is how many steps one process runs at once.
+const workers = 10
 
 // New returns the service and registers its step worker; call before the
 // queue starts.
 func New(st *store.Store, a *auth.Service, ap Apps, acts Activations, fns Functions, bus EventBus, q *queue.Queue, log *slog.Logger) *Service {
 	s := &Service{store: st, auth: a, apps: ap, acts: acts, functions: fns, events: bus, queue: q, log: log, now: store.Now,
-		Quotas: quota.Defaults()}
-	q.AddQueue(Queue, 10)
+		Quotas: quota.Defaults(), slots: fairshare.New(workers, 0)}
+	q.AddQueue(Queue, workers)
 	queue.AddWorker(q, &stepWorker{svc: s})
 	return s
 }
@@ -272,7 +279,7 @@ func (s *Service) Start(ctx context.Context, c *auth.Caller, id string, input js
 		if err := tx.PipelineRunCreate(ctx, r); err != nil {
 			return err
 		}
-		return s.enqueue(ctx, tx, r.ID, 0)
+		return s.enqueue(ctx, tx, r, 0)
 	})
 	if err != nil {
 		return nil, err
@@ -280,8 +287,8 @@ func (s *Service) Start(ctx context.Context, c *auth.Caller, id string, input js
 	return runOut(r), nil
 }
 
-func (s *Service) enqueue(ctx context.Context, tx *store.Store, runID string, step int) error {
-	_, err := s.queue.InsertTx(ctx, tx, StepArgs{RunID: runID, Step: step}, &river.InsertOpts{Queue: Queue, MaxAttempts: 5})
+func (s *Service) enqueue(ctx context.Context, tx *store.Store, r *store.PipelineRun, step int) error {
+	_, err := s.queue.InsertTx(ctx, tx, StepArgs{RunID: r.ID, Step: step, UserID: r.UserID}, &river.InsertOpts{Queue: Queue, MaxAttempts: 5})
 	return err
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -21,6 +22,9 @@ import (
 type StepArgs struct {
 	RunID string `json:"run_id"`
 	Step  int    `json:"step"`
+	// UserID owns the run: the unit of the workers' fair share (empty in
+	// jobs queued before it was added: one shared owner).
+	UserID string `json:"user_id,omitempty"`
 }
 
 // Kind names the job in the queue.
@@ -37,8 +41,14 @@ func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return 10 * t
 
 // Work runs one step. A job that finds its step no longer current (a
 // retry after the run moved on) does nothing: steps run at least once,
-// and a run moves on once per step.
+// and a run moves on once per step. A step whose user holds their share
+// of the workers snoozes unless one of theirs frees within a second
+// (queue.TakeSlot), leaving the worker to other users' steps.
 func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
+	if err := queue.TakeSlot(ctx, w.svc.slots, job.Args.UserID, job.JobRow); err != nil {
+		return err
+	}
+	defer w.svc.slots.Release(job.Args.UserID)
 	return w.svc.runStep(ctx, job.Args.RunID, job.Args.Step)
 }
 
@@ -261,7 +271,7 @@ func (s *Service) stepEndedTx(ctx context.Context, tx *store.Store, w *where, en
 		if err := s.save(ctx, tx, w); err != nil {
 			return err
 		}
-		return s.enqueue(ctx, tx, w.run.ID, w.step+1)
+		return s.enqueue(ctx, tx, w.run, w.step+1)
 	}
 	w.run.Status, w.run.Output, w.run.Current = StatusCompleted, end.output, len(w.states)
 	if err := s.save(ctx, tx, w); err != nil {

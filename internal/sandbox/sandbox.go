@@ -169,8 +169,24 @@ func (r *run) exec() error {
 	r.vm = vm
 	defer vm.Close()
 	// Interrupt from another goroutine is the one thing the VM allows:
-	// it stops a loop, and a host call returning into JS.
-	stop := context.AfterFunc(r.ctx, vm.Interrupt)
+	// it stops a loop, and a host call returning into JS. Each call from
+	// Go into JS clears a pending interrupt, so one that lands between
+	// two calls (a run cancelled while it sets up) would be lost until
+	// the eval timeout: it is repeated until the run ends.
+	ended := make(chan struct{})
+	defer close(ended)
+	stop := context.AfterFunc(r.ctx, func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			vm.Interrupt()
+			select {
+			case <-ended:
+				return
+			case <-t.C:
+			}
+		}
+	})
 	defer stop()
 	if d, ok := r.ctx.Deadline(); ok {
 		// A backstop in case an interrupt lands between two evals; later

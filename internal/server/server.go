@@ -28,6 +28,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/metrics"
@@ -187,6 +188,7 @@ func (s *Server) build(ctx context.Context) error {
 	llmExec := executor.NewLLM(s.resolveLLM, s.Store, s.Log)
 	js := executor.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
 	js.Quotas = s.Config.Quotas
+	js.Slots = fairshare.New(s.Config.JSConcurrency, 0)
 	js.Data = appdata.Scripts{Service: s.Data}
 	js.Credentials = credential.Scripts{Service: s.Credentials}
 	s.Executors = &executor.Set{LLM: llmExec,

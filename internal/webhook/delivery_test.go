@@ -205,15 +205,30 @@ func TestDeliveryKeepsURLSecrets(t *testing.T) {
 func TestOneUserCannotHoldUpAnother(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		latency := bLatency(t, d, webhook.Options{Workers: 4, PerUser: 2, Timeout: 20 * time.Second})
+		latency := bLatency(t, d, webhook.Options{Workers: 4, PerUser: 2, Timeout: 20 * time.Second}, 1)
 		t.Logf("user B's delivery latency while user A's receivers hang: %s", latency)
 		require.Less(t, latency, 5*time.Second)
 	})
 }
 
-// bLatency enqueues 12 deliveries of user A to a receiver that hangs, then
-// one of user B to a prompt one, and measures how long B's takes.
-func bLatency(t *testing.T, d store.Dialect, opts webhook.Options) time.Duration {
+// TestSlowDestinationCannotHoldEveryWorker: four users (open registration
+// makes them cheap) send to one receiver that hangs; a fifth user's
+// delivery to another destination still goes out at once, because the
+// deliveries to one destination take at most PerHost of the workers
+// (issue 16, item 9).
+func TestSlowDestinationCannotHoldEveryWorker(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		latency := bLatency(t, d, webhook.Options{Workers: 4, PerUser: 2, PerHost: 2, Timeout: 20 * time.Second}, 4)
+		t.Logf("the fifth user's delivery latency while four users' receivers hang on one host: %s", latency)
+		require.Less(t, latency, 5*time.Second)
+	})
+}
+
+// bLatency enqueues 12 deliveries of `users` users (A…) to a receiver that
+// hangs, then one of user B to a prompt one, and measures how long B's
+// takes.
+func bLatency(t *testing.T, d store.Dialect, opts webhook.Options, users int) time.Duration {
 	ctx := context.Background()
 	b := setupWith(t, d, opts, testdb.Logger())
 	release := make(chan struct{})
@@ -231,14 +246,23 @@ func bLatency(t *testing.T, d store.Dialect, opts webhook.Options) time.Duration
 	app := &store.App{ID: uuid.NewString(), UserID: b.other.UserID, Name: "B", Slug: "b", Version: "1.0.0", Status: "active", CreatedAt: now, UpdatedAt: now}
 	require.NoError(t, b.s.AppCreate(ctx, app))
 
+	owners := []string{b.owner.UserID}
+	for range users - 1 {
+		owners = append(owners, uuid.NewString())
+	}
 	for i := range 12 {
-		require.NoError(t, b.svc.EnqueueTx(ctx, nil, b.appID, fmt.Sprintf("%s/a%d", slow.URL, i), event(b.owner.UserID, b.activation(t))))
+		ev := event(owners[i%users], b.activation(t))
+		require.NoError(t, b.svc.EnqueueTx(ctx, nil, b.appID, fmt.Sprintf("%s/a%d", slow.URL, i), ev))
 	}
 	// Let A's deliveries take the workers first.
+	busy := min(users*opts.PerUser, opts.Workers)
+	if opts.PerHost > 0 {
+		busy = min(busy, opts.PerHost)
+	}
 	require.Eventually(t, func() bool {
 		var n int
 		require.NoError(t, b.s.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM river_job WHERE kind = 'webhook_delivery' AND state = 'running'`).Scan(&n))
-		return n >= min(opts.PerUser, opts.Workers)
+		return n >= busy
 	}, 10*time.Second, 10*time.Millisecond)
 	start := time.Now()
 	require.NoError(t, b.svc.EnqueueTx(ctx, nil, app.ID, fastURL, event(b.other.UserID, uuid.NewString())))

@@ -23,21 +23,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	mrand "math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/secret"
@@ -82,9 +81,10 @@ type Options struct {
 	// plus one is the number of attempts.
 	RetryDelays []time.Duration
 	// Workers is how many deliveries one process makes at once (default
-	// 16), PerUser how many of them one user's may take (default 4): the
-	// rest wait for their turn without holding a worker.
-	Workers, PerUser int
+	// 16), PerUser how many of them one user's may take (default 4), and
+	// PerHost how many may go to one destination, host and port (default
+	// 4): the rest wait for their turn without holding a worker.
+	Workers, PerUser, PerHost int
 	// Metrics counts attempts by outcome; nil counts nothing.
 	Metrics *metrics.Metrics
 }
@@ -100,7 +100,9 @@ type Service struct {
 	now   func() time.Time
 	// client is the guarded client of every delivery.
 	client *http.Client
-	share  *fairShare
+	// users and hosts share the delivery workers: one user's deliveries
+	// take at most PerUser of them, one destination's at most PerHost.
+	users, hosts *fairshare.Pool
 }
 
 // New returns the service and registers its delivery worker on q.
@@ -120,11 +122,14 @@ func New(s *store.Store, box *secret.Box, a *auth.Service, q *queue.Queue, log *
 	if opts.PerUser <= 0 {
 		opts.PerUser = 4
 	}
+	if opts.PerHost <= 0 {
+		opts.PerHost = 4
+	}
 	svc := &Service{store: s, box: box, auth: a, queue: q, log: log, opts: opts, now: store.Now,
 		// No redirect is followed: a 3xx is a failed attempt, never a
 		// re-sent POST nor a bodiless GET recorded as a success.
 		client: opts.Egress.Client(egress.Options{Field: "webhook_url", Timeout: opts.Timeout}),
-		share:  &fairShare{max: min(opts.PerUser, opts.Workers), running: map[string]int{}}}
+		users:  fairshare.New(opts.Workers, opts.PerUser), hosts: fairshare.New(opts.Workers, opts.PerHost)}
 	q.AddQueue(Queue, opts.Workers)
 	queue.AddWorker(q, &deliveryWorker{svc: svc})
 	return svc
@@ -404,54 +409,34 @@ func (w *deliveryWorker) Timeout(*river.Job[DeliveryArgs]) time.Duration {
 }
 
 // Work makes one attempt and records it; an error makes River retry. A
-// user whose deliveries already hold their share of the workers waits
-// (a snooze, which River does not count as an attempt) and leaves the
-// worker to others.
+// delivery whose user, or whose destination, already holds its share of
+// the workers waits (a snooze, which River does not count as an attempt)
+// and leaves the worker to others. The destination is the URL's host and
+// port: four accounts' slow receivers on one host hold PerHost workers,
+// not all of them. (Accounts and host names are cheap, so what bounds the
+// rest is the attempt's timeout: no worker is held longer than that.)
 func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[DeliveryArgs]) error {
 	owner := cmp.Or(job.Args.UserID, job.Args.AppID)
-	if !w.svc.share.acquire(owner) {
-		return river.JobSnooze(snoozeFor(job.JobRow))
+	if !w.svc.users.TryAcquire(owner) {
+		return river.JobSnooze(queue.SnoozeFor(job.JobRow))
 	}
-	defer w.svc.share.release(owner)
+	defer w.svc.users.Release(owner)
+	host := destination(job.Args.URL)
+	if !w.svc.hosts.TryAcquire(host) {
+		return river.JobSnooze(queue.SnoozeFor(job.JobRow))
+	}
+	defer w.svc.hosts.Release(host)
 	return w.svc.deliver(ctx, job.Args, job.Attempt, job.Attempt >= job.MaxAttempts)
 }
 
-// fairShare counts each user's deliveries running in this process.
-type fairShare struct {
-	max     int
-	mu      sync.Mutex
-	running map[string]int
-}
-
-func (f *fairShare) acquire(owner string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.running[owner] >= f.max {
-		return false
+// destination is the host and port a delivery goes to (the URL itself if
+// it does not parse: it will fail on its own).
+func destination(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return raw
 	}
-	f.running[owner]++
-	return true
-}
-
-func (f *fairShare) release(owner string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.running[owner]--; f.running[owner] <= 0 {
-		delete(f.running, owner)
-	}
-}
-
-// snoozeFor is how long a delivery waits for its user's turn: a second,
-// doubling with each wait up to half a minute, jittered, so that a user
-// with thousands of deliveries queued costs a bounded number of database
-// writes while they wait.
-func snoozeFor(job *rivertype.JobRow) time.Duration {
-	var meta struct {
-		Snoozes int `json:"snoozes"`
-	}
-	_ = json.Unmarshal(job.Metadata, &meta)
-	d := min(time.Second<<min(meta.Snoozes, 5), 30*time.Second)
-	return d - mrand.N(d/4)
+	return strings.ToLower(u.Host)
 }
 
 const maxResponseRead = 64 << 10

@@ -1,0 +1,70 @@
+package executor_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/egress"
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
+	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/fairshare"
+)
+
+// TestJavaScriptRunsAtMostSlotsAtOnce: eight users' runs, each holding
+// a fetch open a moment, execute at most two at once with two slots
+// (AP_JS_CONCURRENCY), and every one of them still runs.
+func TestJavaScriptRunsAtMostSlotsAtOnce(t *testing.T) {
+	t.Parallel()
+	var now, most, calls atomic.Int32
+	srv := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := now.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(50 * time.Millisecond) //nolint:forbidigo // a receiver that takes a moment
+		now.Add(-1)
+		calls.Add(1)
+	}))
+	js := executor.NewJavaScript(nil, egress.New(egresstest.AllowPrefixes()), nil, 16)
+	js.Slots = fairshare.New(2, 0)
+	code := fmt.Sprintf(`async function run(input, ctx) { await ctx.http.fetch(%q); return "ok"; }`, srv.URL)
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err := js.Execute(ctx, &executor.Run{Kind: executor.Execution, ID: fmt.Sprint(i), UserID: fmt.Sprint("user-", i),
+				Config: []byte(fmt.Sprintf(`{"code":%q}`, code))})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, int32(8), calls.Load())
+	require.Equal(t, int32(2), most.Load(), "runs executing at once")
+}
+
+// TestJavaScriptSlotWaitEndsWithTheContext: a run waiting for a slot stops
+// waiting when its context ends (a cancelled request, the run's timeout).
+func TestJavaScriptSlotWaitEndsWithTheContext(t *testing.T) {
+	t.Parallel()
+	js := executor.NewJavaScript(nil, egress.New(egresstest.AllowPrefixes()), nil, 16)
+	js.Slots = fairshare.New(1, 0)
+	require.NoError(t, js.Slots.Acquire(context.Background(), "other"))
+	defer js.Slots.Release("other")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := js.Execute(ctx, &executor.Run{Kind: executor.Execution, ID: "1", UserID: "u",
+		Config: []byte(`{"code":"async function run() { return 1; }"}`)})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
