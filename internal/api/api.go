@@ -204,7 +204,7 @@ func Register[I, O any](api huma.API, op huma.Operation, rule auth.Rule, h func(
 		op.Security = []map[string][]string{{"bearer": {}}, {"cookie": {}}}
 	}
 	if op.MaxBodyBytes == 0 {
-		op.MaxBodyBytes = MaxBodyBytes
+		op.MaxBodyBytes = apperr.MaxBodyBytes
 	}
 	huma.Register(api, op, h)
 	if doc := operationOf(api.OpenAPI(), op.Method, op.Path); doc != nil {

@@ -139,7 +139,7 @@ func checkBody(r *http.Request) error {
 	if !form && !yml && !jsonish {
 		return nil
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, MaxBodyBytes+1))))
+	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, apperr.MaxBodyBytes+1))))
 	_, err := buf.ReadFrom(r.Body)
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))

@@ -13,9 +13,6 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 )
 
-// MaxBodyBytes is the largest request body accepted (413 beyond).
-const MaxBodyBytes = 1 << 20
-
 // MaxHeaderBytes is the largest request head (request line and headers)
 // accepted: 431 with the error body beyond. The http.Server reads up to
 // ServerMaxHeaderBytes before any handler runs and answers larger heads
@@ -148,16 +145,16 @@ func headSize(r *http.Request) int {
 	return n
 }
 
-// limitBody caps every body at MaxBodyBytes; huma answers 413 for its
+// limitBody caps every body at apperr.MaxBodyBytes; huma answers 413 for its
 // routes, and plain handlers see http.MaxBytesError.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > MaxBodyBytes {
+		if r.ContentLength > apperr.MaxBodyBytes {
 			writeError(w, r, apperr.New(apperr.PayloadTooLarge, detailTooLarge))
 			return
 		}
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes+1)
+			r.Body = http.MaxBytesReader(w, r.Body, apperr.MaxBodyBytes+1)
 		}
 		next.ServeHTTP(w, r)
 	})

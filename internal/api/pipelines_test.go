@@ -284,6 +284,12 @@ func TestPipelineRunFailures(t *testing.T) {
 				step("first", "function", "shout", map[string]any{"text": "{{input.text}}"}),
 				step("second", "agent", "echoer", map[string]any{"t": "{{steps.first.output.tags.7}}"}),
 			}, map[string]any{"text": "it"}, 1, "steps.first.output.tags.7", "Step second failed"},
+			// A 7.5 KB template naming a 200 KB input 500 times would render
+			// 100 MB: the step's input obeys the limit of a request body.
+			{"rendered input too large", []map[string]any{
+				step("first", "function", "shout", map[string]any{"text": strings.Repeat("{{input.x}}", 500)}),
+				step("second", "agent", "echoer", nil),
+			}, map[string]any{"x": strings.Repeat("x", 200<<10)}, 0, "larger than 1 MiB", "Step first failed"},
 		} {
 			id := e.createPipeline(tok, appID, tc.name, tc.steps...)
 			done := e.awaitRun(tok, e.runPipeline(tok, id, tc.input).str("run_id"))

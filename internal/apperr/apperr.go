@@ -30,6 +30,12 @@ const (
 	ProviderUnsupported Kind = "ProviderNotSupportedError"
 )
 
+// MaxBodyBytes is the largest payload the platform takes in one piece: a
+// request body (PayloadTooLarge, 413, beyond) and what stands for one, a
+// pipeline step's rendered input. Here, below the API and the domains,
+// so that both obey the one figure.
+const MaxBodyBytes = 1 << 20
+
 // Error is a failure with a kind and a detail text that is safe to show.
 type Error struct {
 	Kind   Kind

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -161,4 +162,38 @@ func hasBraces(v any) bool {
 		}
 	}
 	return false
+}
+
+// TestRenderBounded: a template that names a big value many times fails
+// once its rendering passes the limit of a request body, naming the
+// limit, and stops there: 500 × {{input.x}} over a 200 KB input (100 MB
+// rendered whole before) allocates a few MiB, whether the copies are in
+// one string or are whole values. Not parallel: it reads the process's
+// allocation counter, which parallel tests would move.
+func TestRenderBounded(t *testing.T) {
+	scope := map[string]any{"input": map[string]any{"x": strings.Repeat("x", 200<<10)}}
+	many := make([]string, 500)
+	for i := range many {
+		many[i] = `"{{input.x}}"`
+	}
+	for name, tmpl := range map[string]string{
+		"in one string":   `{"t":"` + strings.Repeat("{{input.x}}", 500) + `"}`,
+		"as whole values": `[` + strings.Join(many, ",") + `]`,
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		out, err := Render(json.RawMessage(tmpl), scope)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "larger than 1 MiB") {
+			t.Fatalf("%s: got %d bytes, %v; want an error naming the 1 MiB limit", name, len(out), err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+			t.Fatalf("%s: rendering allocated %d MiB before it failed", name, alloc>>20)
+		}
+	}
+	// Up to the limit, it renders.
+	out, err := Render(json.RawMessage(`{"t":"{{input.x}}{{input.x}}"}`), scope)
+	if err != nil || len(out) < 400<<10 {
+		t.Fatalf("got %d bytes, %v", len(out), err)
+	}
 }
