@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
@@ -25,7 +26,8 @@ var placeholder = apps.Placeholder
 // (apperr.MaxBodyBytes): a template can name a big value many times, so
 // it is written piece by piece into a buffer that refuses to grow past the
 // limit, and the error names the limit. What is held at once is that
-// buffer and the one piece being written.
+// buffer (and, for an object or array placed inside a longer string, its
+// JSON text, under the same limit).
 func Render(tmpl json.RawMessage, scope map[string]any) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(tmpl)) == 0 {
 		return json.RawMessage("{}"), nil
@@ -49,6 +51,8 @@ func Render(tmpl json.RawMessage, scope map[string]any) (json.RawMessage, error)
 }
 
 // capped is a rendering under way: JSON text that may not pass limit bytes.
+// It writes every value itself, piece by piece, so that nothing as big as
+// the value is built beside it.
 type capped struct {
 	buf   bytes.Buffer
 	limit int
@@ -61,82 +65,145 @@ func (c *capped) tooLarge() error {
 // fits reports whether n more bytes stay within the limit.
 func (c *capped) fits(n int) bool { return c.buf.Len()+n <= c.limit }
 
-func (c *capped) write(b []byte) error {
-	if !c.fits(len(b)) {
-		return c.tooLarge()
-	}
-	c.buf.Write(b)
-	return nil
-}
-
-// value writes v as JSON; keys in sorted order, as json.Marshal writes a
-// map.
-func (c *capped) value(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return c.write(b)
-}
-
-// text writes s's JSON escaping, without the quotes around it. Escaping
-// never shortens a string, so one longer than the room left fails before
-// it is encoded.
-func (c *capped) text(s string) error {
+func (c *capped) write(s string) error {
 	if !c.fits(len(s)) {
 		return c.tooLarge()
 	}
-	b, _ := json.Marshal(s)
-	return c.write(b[1 : len(b)-1])
+	c.buf.WriteString(s)
+	return nil
 }
 
-func (c *capped) render(v any, scope map[string]any) error {
+// walk writes v as JSON, its strings through str; keys in sorted order, as
+// json.Marshal writes a map.
+func (c *capped) walk(v any, str func(string) error) error {
 	switch t := v.(type) {
 	case string:
-		return c.renderString(t, scope)
+		return str(t)
 	case map[string]any:
 		keys := make([]string, 0, len(t))
 		for k := range t {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		if err := c.write([]byte("{")); err != nil {
+		if err := c.write("{"); err != nil {
 			return err
 		}
 		for i, k := range keys {
 			if i > 0 {
-				if err := c.write([]byte(",")); err != nil {
+				if err := c.write(","); err != nil {
 					return err
 				}
 			}
-			if err := c.value(k); err != nil {
+			if err := c.quoted(k); err != nil {
 				return err
 			}
-			if err := c.write([]byte(":")); err != nil {
+			if err := c.write(":"); err != nil {
 				return err
 			}
-			if err := c.render(t[k], scope); err != nil {
+			if err := c.walk(t[k], str); err != nil {
 				return err
 			}
 		}
-		return c.write([]byte("}"))
+		return c.write("}")
 	case []any:
-		if err := c.write([]byte("[")); err != nil {
+		if err := c.write("["); err != nil {
 			return err
 		}
 		for i, e := range t {
 			if i > 0 {
-				if err := c.write([]byte(",")); err != nil {
+				if err := c.write(","); err != nil {
 					return err
 				}
 			}
-			if err := c.render(e, scope); err != nil {
+			if err := c.walk(e, str); err != nil {
 				return err
 			}
 		}
-		return c.write([]byte("]"))
+		return c.write("]")
 	}
-	return c.value(v)
+	b, err := json.Marshal(v) // a number, a bool or null: a few bytes
+	if err != nil {
+		return err
+	}
+	return c.write(string(b))
+}
+
+// render writes a template value: its strings are templates.
+func (c *capped) render(v any, scope map[string]any) error {
+	return c.walk(v, func(s string) error { return c.renderString(s, scope) })
+}
+
+// value writes a value of the scope: its strings are data.
+func (c *capped) value(v any) error { return c.walk(v, c.quoted) }
+
+func (c *capped) quoted(s string) error {
+	if err := c.write(`"`); err != nil {
+		return err
+	}
+	if err := c.text(s); err != nil {
+		return err
+	}
+	return c.write(`"`)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// text writes s escaped as encoding/json escapes a string (HTML-safe,
+// invalid UTF-8 as U+FFFD), without the quotes around it. Escaping never
+// shortens a string, so one longer than the room left fails at once.
+func (c *capped) text(s string) error {
+	if !c.fits(len(s)) {
+		return c.tooLarge()
+	}
+	start := 0
+	escape := func(i, next int, esc string) error {
+		c.buf.WriteString(s[start:i])
+		start = next
+		return c.write(esc)
+	}
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			var esc string
+			switch {
+			case b == '"' || b == '\\':
+				esc = `\` + string(b)
+			case b == '\n':
+				esc = `\n`
+			case b == '\r':
+				esc = `\r`
+			case b == '\t':
+				esc = `\t`
+			case b == '\b':
+				esc = `\b`
+			case b == '\f':
+				esc = `\f`
+			case b < 0x20 || b == '<' || b == '>' || b == '&':
+				esc = `\u00` + string(hexDigits[b>>4]) + string(hexDigits[b&0xF])
+			default:
+				i++
+				continue
+			}
+			if err := escape(i, i+1, esc); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			if err := escape(i, i+1, `\ufffd`); err != nil {
+				return err
+			}
+		case r == '\u2028' || r == '\u2029':
+			if err := escape(i, i+size, `\u202`+string(hexDigits[r&0xF])); err != nil {
+				return err
+			}
+		}
+		i += size
+	}
+	return c.write(s[start:])
 }
 
 func (c *capped) renderString(s string, scope map[string]any) error {
@@ -148,7 +215,7 @@ func (c *capped) renderString(s string, scope map[string]any) error {
 		}
 		return c.value(v)
 	}
-	if err := c.write([]byte(`"`)); err != nil {
+	if err := c.write(`"`); err != nil {
 		return err
 	}
 	last := 0
@@ -161,19 +228,24 @@ func (c *capped) renderString(s string, scope map[string]any) error {
 		if err != nil {
 			return err
 		}
-		str, ok := v.(string)
-		if !ok {
-			b, _ := json.Marshal(v)
-			str = string(b)
+		if str, ok := v.(string); ok {
+			err = c.text(str)
+		} else {
+			// Another value's JSON text, escaped as a string: written
+			// apart, under the same limit, then escaped in.
+			inner := &capped{limit: c.limit}
+			if err = inner.value(v); err == nil {
+				err = c.text(inner.buf.String())
+			}
 		}
-		if err := c.text(str); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	if err := c.text(s[last:]); err != nil {
 		return err
 	}
-	return c.write([]byte(`"`))
+	return c.write(`"`)
 }
 
 // lookup resolves a dotted path in scope; a number indexes an array.
