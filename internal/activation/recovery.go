@@ -97,8 +97,9 @@ func (r *Recovery) Stop(ctx context.Context) {
 	})
 }
 
-// reap hands back the running activations of every worker silent for
-// DeadAfter, and of workers that hold activations without a worker row.
+// reap hands back the running activations (and, through DeadWorkerHooks,
+// the pipeline steps) of every worker silent for DeadAfter, and of workers
+// that hold either without a worker row.
 func (r *Recovery) reap(ctx context.Context) {
 	s := r.svc
 	dead, err := s.Store.WorkersSilentSince(ctx, s.now().Add(-s.opts.DeadAfter))
@@ -110,7 +111,7 @@ func (r *Recovery) reap(ctx context.Context) {
 	for _, w := range dead {
 		ids = append(ids, w.ID)
 	}
-	orphans, err := s.Store.ActivationWorkersWithoutHeartbeat(ctx)
+	orphans, err := s.Store.WorkersWithoutHeartbeat(ctx)
 	if err != nil {
 		s.Log.Warn("find orphaned activations", "err", err)
 		return
@@ -125,12 +126,34 @@ func (r *Recovery) reap(ctx context.Context) {
 			s.Log.Error("recover activations of a dead worker", "worker_id", id, "err", err)
 			continue
 		}
+		others, err := s.runDeadWorkerHooks(ctx, id)
+		if err != nil {
+			s.Log.Error("recover the work of a dead worker", "worker_id", id, "err", err)
+			continue
+		}
 		if err := s.Store.WorkerDelete(ctx, id); err != nil {
 			s.Log.Warn("remove dead worker", "worker_id", id, "err", err)
 		}
-		s.Log.Warn("worker presumed dead: its activations were recovered", "worker_id", id, "activations", n)
+		s.Log.Warn("worker presumed dead: its activations were recovered", "worker_id", id, "activations", n, "other", others)
 	}
 }
+
+func (s *Service) runDeadWorkerHooks(ctx context.Context, workerID string) (int, error) {
+	total := 0
+	for _, h := range s.DeadWorkerHooks {
+		n, err := h(ctx, workerID)
+		if err != nil {
+			return total, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// WorkerID names this process in the workers table: what it claims (an
+// activation, a pipeline step) carries this id, and the reaper hands it
+// back once the process stops heartbeating.
+func (s *Service) WorkerID() string { return s.opts.WorkerID }
 
 // recoverWorker re-queues (with a fresh job) or, past MaxAttempts, fails
 // each activation a dead worker was running.

@@ -65,6 +65,10 @@ type Webhooks interface {
 // EndHook is told, in its transaction, that activation a has ended.
 type EndHook func(ctx context.Context, tx *store.Store, a *store.Activation) error
 
+// DeadWorkerHook hands back what dead worker workerID held and says how
+// many things it handed back.
+type DeadWorkerHook func(ctx context.Context, workerID string) (int, error)
+
 // Deps are what the service is built on. Webhooks may be nil.
 type Deps struct {
 	Store    *store.Store
@@ -82,6 +86,10 @@ type Deps struct {
 	// with it (a pipeline's next step, the end of an agent key) commits or
 	// rolls back with it. Work after the commit goes to tx.AfterCommit.
 	EndHooks []EndHook
+	// DeadWorkerHooks hand back what else a dead worker held (a pipeline's
+	// step): the reaper calls each with the worker's id, after its
+	// activations, and forgets the worker only once all succeeded.
+	DeadWorkerHooks []DeadWorkerHook
 	// Metrics may be nil.
 	Metrics *metrics.Metrics
 }

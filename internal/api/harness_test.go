@@ -40,6 +40,13 @@ type env struct {
 // private address the egress guard allows (egresstest).
 func newEnv(t testing.TB, d store.Dialect, vars map[string]string) *env {
 	t.Helper()
+	return newEnvWith(t, d, vars, server.Options{})
+}
+
+// newEnvWith is newEnv with the server's options (the API served, cheap
+// passwords, whatever opts sets besides).
+func newEnvWith(t testing.TB, d store.Dialect, vars map[string]string, opts server.Options) *env {
+	t.Helper()
 	all := map[string]string{"AP_DATA_DIR": t.TempDir(), "AP_DATABASE_URL": testdb.URL(t, d), "AP_RATE_LIMIT": "100000",
 		"AP_EGRESS_ALLOW": egresstest.Allow}
 	for k, v := range vars {
@@ -48,9 +55,10 @@ func newEnv(t testing.TB, d store.Dialect, vars map[string]string) *env {
 	cfg, err := config.FromEnv(func(k string) string { return all[k] })
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
+	opts.HTTP, opts.Password = true, cheapPasswords
 	logs := &testlog.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := server.New(context.Background(), cfg, log, server.Options{HTTP: true, Password: cheapPasswords})
+	srv, err := server.New(context.Background(), cfg, log, opts)
 	require.NoError(t, err)
 	t.Cleanup(srv.Close)
 	require.NoError(t, srv.Start(context.Background()))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/pipeline"
+	"github.com/agentplatform/agentplatform/internal/server"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -284,6 +285,12 @@ func TestPipelineRunFailures(t *testing.T) {
 				step("first", "function", "shout", map[string]any{"text": "{{input.text}}"}),
 				step("second", "agent", "echoer", map[string]any{"t": "{{steps.first.output.tags.7}}"}),
 			}, map[string]any{"text": "it"}, 1, "steps.first.output.tags.7", "Step second failed"},
+			// A 7.5 KB template naming a 200 KB input 500 times would render
+			// 100 MB: the step's input obeys the limit of a request body.
+			{"rendered input too large", []map[string]any{
+				step("first", "function", "shout", map[string]any{"text": strings.Repeat("{{input.x}}", 500)}),
+				step("second", "agent", "echoer", nil),
+			}, map[string]any{"x": strings.Repeat("x", 200<<10)}, 0, "larger than 1 MiB", "Step first failed"},
 		} {
 			id := e.createPipeline(tok, appID, tc.name, tc.steps...)
 			done := e.awaitRun(tok, e.runPipeline(tok, id, tc.input).str("run_id"))
@@ -425,6 +432,15 @@ func TestPipelineRunEvents(t *testing.T) {
 // would (River delivers at least once), and waits for River to finish it.
 func (e *env) stepJob(runID string, step int) {
 	e.t.Helper()
+	id := e.insertStepJob(runID, step)
+	for !e.stepJobDone(id) {
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// insertStepJob puts a step's job in the queue and returns its id.
+func (e *env) insertStepJob(runID string, step int) int64 {
+	e.t.Helper()
 	ctx := context.Background()
 	var job *rivertype.JobRow
 	require.NoError(e.t, e.srv.Store.InTx(ctx, func(tx *store.Store) error {
@@ -434,17 +450,21 @@ func (e *env) stepJob(runID string, step int) {
 		}
 		return err
 	}))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		j, err := e.srv.Queue.Client().JobGet(ctx, job.ID)
-		require.NoError(e.t, err)
-		if j.State == rivertype.JobStateCompleted {
-			return
-		}
-		require.NotEqual(e.t, rivertype.JobStateDiscarded, j.State, "errors: %v", j.Errors)
-		require.True(e.t, time.Now().Before(deadline), "step job %d did not finish: %s", job.ID, j.State)
-		time.Sleep(10 * time.Millisecond)
+	return job.ID
+}
+
+// stepJobDone reports whether step job id has completed; it fails the test
+// when the job was discarded, or is not done 30 s after it was inserted.
+func (e *env) stepJobDone(id int64) bool {
+	e.t.Helper()
+	j, err := e.srv.Queue.Client().JobGet(context.Background(), id)
+	require.NoError(e.t, err)
+	if j.State == rivertype.JobStateCompleted {
+		return true
 	}
+	require.NotEqual(e.t, rivertype.JobStateDiscarded, j.State, "errors: %v", j.Errors)
+	require.True(e.t, time.Now().Before(j.CreatedAt.Add(30*time.Second)), "step job %d did not finish: %s", id, j.State)
+	return false
 }
 
 func (e *env) executions(token, appID string) int {
@@ -566,6 +586,121 @@ func TestPipelineAgentStepRedelivered(t *testing.T) {
 		require.Equal(t, 2.0, acts.JSON["total_count"], "one activation per agent step: %s", acts.Body)
 		require.Equal(t, 1, e.executions(tok, appID))
 		require.Len(t, arrived, 0, "the held agent ran once")
+	})
+}
+
+// TestPipelineFunctionStepRedelivered: a function step's job delivered
+// again while the step runs (River hands a job back when it thinks its
+// worker gone) finds the step held by a live worker and does nothing: the
+// function runs once, one execution is recorded, the run moves on once.
+func TestPipelineFunctionStepRedelivered(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		arrived, release := make(chan struct{}, 4), make(chan struct{})
+		outside := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			arrived <- struct{}{}
+			<-release
+			_, _ = w.Write([]byte("released"))
+		}))
+		var once sync.Once
+		free := func() { once.Do(func() { close(release) }) }
+		t.Cleanup(free)
+		e := newEnv(t, d, nil)
+		tok := e.signup("heldfn@example.com")
+		appID := e.importManifest(tok, map[string]any{"name": "Held", "slug": "held-fn", "version": "1.0.0",
+			"functions": []any{map[string]any{"name": "held", "input_schema": map[string]any{"type": "object"}, "timeout_seconds": 30,
+				"code": `async function run(input, ctx) { const r = await ctx.http.fetch("` + outside.URL + `"); return {body: r.body}; }`}},
+			"agents": []any{map[string]any{"name": "echoer", "agent_type_id": "custom", "version": "1.0.0", "timeout_seconds": 10,
+				"agent_config": map[string]any{"runtime": "javascript", "code": `async function run(input) { return {got: input}; }`}}},
+		}).expect(t, 201).str("app_id")
+		id := e.createPipeline(tok, appID, "held",
+			step("a", "function", "held", nil),
+			step("b", "agent", "echoer", map[string]any{"text": "{{steps.a.output.body}}"}))
+		runID := e.runPipeline(tok, id, nil).str("run_id")
+		select {
+		case <-arrived:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the function step did not start")
+		}
+
+		dup := e.insertStepJob(runID, 0)
+		for !e.stepJobDone(dup) {
+			select {
+			case <-arrived:
+				t.Fatal("the re-delivered step ran the function again")
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		free()
+		done := e.awaitRun(tok, runID)
+		require.Equal(t, "completed", done.str("status"), "body: %s", done.Body)
+		require.Equal(t, map[string]any{"got": map[string]any{"text": "released"}}, runSteps(done)[1]["output"])
+		require.Equal(t, 1, e.executions(tok, appID), "one execution for the step")
+		require.Len(t, arrived, 0, "the function ran once")
+	})
+}
+
+// TestPipelineDeadWorkersStepsComeBack: runs whose current step a dead
+// worker holds (its heartbeat stale, or no worker row at all) are handed
+// back by a live worker's reaper within the recovery window and finish; a
+// step whose execution the dead worker recorded (but not the step's end)
+// uses that execution instead of running the function again; a step that
+// had its last attempt fails with the reason.
+func TestPipelineDeadWorkersStepsComeBack(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnvWith(t, d, nil, server.Options{HeartbeatEvery: 50 * time.Millisecond, DeadAfter: 300 * time.Millisecond})
+		tok := e.signup("dead@example.com")
+		appID := e.pipelineApp(tok)
+		id := e.createPipeline(tok, appID, "two",
+			step("a", "function", "shout", map[string]any{"text": "{{input.text}}", "n": 1}),
+			step("b", "agent", "echoer", map[string]any{"text": "{{steps.a.output.text}}"}))
+		ctx := context.Background()
+		st := e.srv.Store
+		p, err := st.PipelineGet(ctx, id)
+		require.NoError(t, err)
+		old := store.Now().Add(-time.Hour)
+		require.NoError(t, st.WorkerHeartbeat(ctx, &store.Worker{ID: "dead-1", Hostname: "gone", PID: 1, Version: "x", StartedAt: old, HeartbeatAt: old}))
+		// strand makes a run as a worker left it when it died running the
+		// run's first step: claimed by worker, after attempt claims.
+		strand := func(worker string, attempt int) string {
+			states, _ := json.Marshal([]pipeline.StepState{
+				{ID: "a", Type: "function", Ref: "shout", Status: "running"},
+				{ID: "b", Type: "agent", Ref: "echoer", Status: "queued"},
+			})
+			now := store.Now()
+			r := &store.PipelineRun{ID: uuid.NewString(), PipelineID: id, AppID: appID, UserID: p.UserID, Status: "running",
+				Input: json.RawMessage(`{"text":"it"}`), Definition: p.Steps, Steps: states, CreatedAt: now, UpdatedAt: now,
+				WorkerID: worker, Attempt: attempt}
+			require.NoError(t, st.PipelineRunCreate(ctx, r))
+			return r.ID
+		}
+		midway := strand("dead-1", 1)
+		recorded := strand("dead-1", 2)
+		lastTry := strand("dead-1", 3)
+		rowless := strand("never-heartbeat", 1)
+		// The dead worker had recorded step a's execution of this run.
+		fn, err := st.FunctionGetByName(ctx, appID, "shout")
+		require.NoError(t, err)
+		now := store.Now()
+		require.NoError(t, st.ExecutionCreate(ctx, &store.Execution{ID: uuid.NewString(), FunctionID: fn.ID, AppID: appID, UserID: p.UserID,
+			Status: "completed", Input: json.RawMessage(`{"text":"it","n":1}`), Output: json.RawMessage(`{"text":"RECORDED"}`),
+			CreatedAt: now, CompletedAt: now, PipelineRunID: recorded, PipelineStep: "a"}))
+
+		start := time.Now()
+		for _, runID := range []string{midway, rowless} {
+			done := e.awaitRun(tok, runID)
+			require.Equal(t, "completed", done.str("status"), "body: %s", done.Body)
+			require.Equal(t, map[string]any{"got": map[string]any{"text": "IT"}, "seen": "IT"}, runSteps(done)[1]["output"])
+		}
+		done := e.awaitRun(tok, recorded)
+		require.Equal(t, "completed", done.str("status"), "body: %s", done.Body)
+		require.Equal(t, "RECORDED", runSteps(done)[1]["output"].(map[string]any)["seen"], "the recorded execution's output")
+		failed := e.awaitRun(tok, lastTry)
+		require.Equal(t, "failed", failed.str("status"), "body: %s", failed.Body)
+		require.Contains(t, failed.str("error"), "stopped responding (attempt 3 of 3)")
+		require.Less(t, time.Since(start), 10*time.Second, "recovered within the window")
+		require.Equal(t, 3, e.executions(tok, appID), "one execution per function step that ran")
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/llm/llmtest"
 )
 
@@ -258,4 +259,69 @@ func TestSIGTERMDuringLoadDrains(t *testing.T) {
 		require.Equal(t, "completed", states[id].Status, "activation %s: %+v", id, states[id])
 	}
 	second.stop()
+}
+
+// TestKill9PipelineStepsRunOnce: pipeline runs whose function step waits on
+// a slow server, the server killed with SIGKILL mid-way and restarted on
+// the same data: within the recovery window (a worker silent for 30 s is
+// dead) every run has completed, and each function step has exactly one
+// execution, however many were interrupted or delivered again.
+func TestKill9PipelineStepsRunOnce(t *testing.T) {
+	t.Parallel()
+	slow := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(300 * time.Millisecond) //nolint:forbidigo // the slow step
+		_, _ = w.Write([]byte("slow"))
+	}))
+	env := environ(t.TempDir(), "AP_EGRESS_ALLOW="+egresstest.Allow, "AP_RATE_LIMIT=1000000")
+	first := startServe(t, env)
+	p := setupPlatformWith(t, first.URL, map[string]any{"runtime": "javascript", "code": `async function run() { return {}; }`})
+	var app struct {
+		AppID string `json:"app_id"`
+	}
+	p.call("POST", "/api/v1/apps/import-manifest", p.key, map[string]any{"name": "Steps", "slug": "steps", "version": "1.0.0",
+		"functions": []any{map[string]any{"name": "slow", "input_schema": map[string]any{"type": "object"}, "timeout_seconds": 30,
+			"code": `async function run(input, ctx) { const r = await ctx.http.fetch("` + slow.URL + `"); return {n: input.n, body: r.body}; }`}}}, &app)
+	var pipe struct {
+		ID string `json:"pipeline_id"`
+	}
+	p.call("POST", "/api/v1/pipelines", p.key, map[string]any{"app_id": app.AppID, "name": "one",
+		"steps": []any{map[string]any{"id": "a", "type": "function", "ref": "slow", "input": map[string]any{"n": "{{input.n}}"}}}}, &pipe)
+	const n = 40
+	for i := range n {
+		p.call("POST", "/api/v1/pipelines/"+pipe.ID+"/run", p.key, map[string]any{"input": map[string]any{"n": i}}, nil)
+	}
+	runs := func() map[string]int {
+		var list struct {
+			Runs []struct {
+				Status string `json:"status"`
+			} `json:"runs"`
+		}
+		p.call("GET", "/api/v1/pipelines/runs?limit=1000&pipeline_id="+pipe.ID, p.key, nil, &list)
+		out := map[string]int{}
+		for _, r := range list.Runs {
+			out[r.Status]++
+		}
+		return out
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for runs()["completed"] < 5 {
+		require.True(t, time.Now().Before(deadline), "nothing completed before the kill")
+		time.Sleep(50 * time.Millisecond) //nolint:forbidigo // polling with a deadline
+	}
+	first.signal(syscall.SIGKILL)
+	first.wait(stopTimeout)
+
+	second := startServe(t, env)
+	t.Cleanup(second.stop)
+	p.base = second.URL
+	deadline = time.Now().Add(90 * time.Second)
+	for runs()["completed"] < n {
+		require.True(t, time.Now().Before(deadline), "runs after the restart: %v", runs())
+		time.Sleep(250 * time.Millisecond) //nolint:forbidigo // polling with a deadline
+	}
+	var history struct {
+		Total int `json:"total_count"`
+	}
+	p.call("GET", "/api/v1/apps/"+app.AppID+"/functions/history?limit=1", p.key, nil, &history)
+	require.Equal(t, n, history.Total, "one execution per function step")
 }

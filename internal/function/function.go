@@ -167,12 +167,20 @@ func (s *Service) Execute(ctx context.Context, c *auth.Caller, appID, id string,
 	if err != nil {
 		return nil, err
 	}
-	return s.execute(ctx, f, input)
+	return s.execute(ctx, f, input, nil)
 }
 
+// Step names the pipeline step an execution runs for.
+type Step struct{ RunID, StepID string }
+
 // ExecuteStep runs the function called ref (its name, or its id) of the
-// user's app, as a pipeline step does.
-func (s *Service) ExecuteStep(ctx context.Context, userID, appID, ref string, input json.RawMessage) (*Execution, error) {
+// user's app, as step of a pipeline run does. A step has one execution:
+// one recorded already (the step delivered again after its worker died
+// between the execution's record and the step's) is answered as it is,
+// never run again. A run its worker never recorded runs again, under the
+// same execution id (ctx.execution.execution_id): the function's own side
+// effects are at-least-once, and may use that id to be idempotent.
+func (s *Service) ExecuteStep(ctx context.Context, userID, appID, ref string, step Step, input json.RawMessage) (*Execution, error) {
 	f, err := s.store.FunctionGetByName(ctx, appID, ref)
 	if errors.Is(err, store.ErrNotFound) && uuid.Validate(ref) == nil {
 		f, err = s.store.FunctionGet(ctx, ref)
@@ -183,14 +191,30 @@ func (s *Service) ExecuteStep(ctx context.Context, userID, appID, ref string, in
 	if err != nil {
 		return nil, err
 	}
-	return s.execute(ctx, f, input)
+	if e, err := s.store.ExecutionGetByStep(ctx, step.RunID, step.StepID); err == nil {
+		return answer(e, nil), nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	return s.execute(ctx, f, input, &step)
 }
 
-func (s *Service) execute(ctx context.Context, f *store.Function, input json.RawMessage) (*Execution, error) {
+// stepExecutionID is the execution id of a pipeline step: the same for
+// every delivery of the step.
+func stepExecutionID(st *Step) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("pipeline-step:"+st.RunID+"/"+st.StepID)).String()
+}
+
+// execute runs f with input; step, when not nil, is the pipeline step the
+// execution runs for.
+func (s *Service) execute(ctx context.Context, f *store.Function, input json.RawMessage, step *Step) (*Execution, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}")
 	}
 	e := &store.Execution{ID: uuid.Must(uuid.NewV7()).String(), FunctionID: f.ID, AppID: f.AppID, UserID: f.UserID, Input: input, CreatedAt: s.now()}
+	if step != nil {
+		e.ID, e.PipelineRunID, e.PipelineStep = stepExecutionID(step), step.RunID, step.StepID
+	}
 	timeout := time.Duration(max(f.TimeoutSeconds, 1)) * time.Second
 	// The input's validation is part of the run: it stops at the run's
 	// timeout and when the caller goes away (a schema may be costly).
@@ -231,6 +255,13 @@ func (s *Service) execute(ctx context.Context, f *store.Function, input json.Raw
 	}
 	// Recorded whatever the caller does next; the run has happened.
 	if err := s.store.ExecutionCreate(context.WithoutCancel(ctx), e); err != nil {
+		if step != nil && errors.Is(err, store.ErrConflict) {
+			// Another delivery of the step recorded it first: that one
+			// stands.
+			if first, err := s.store.ExecutionGetByStep(context.WithoutCancel(ctx), step.RunID, step.StepID); err == nil {
+				return answer(first, nil), nil
+			}
+		}
 		return nil, err
 	}
 	return answer(e, res.Logs), nil

@@ -6,12 +6,19 @@
 // agent step starts an activation and the activation's end (an end hook,
 // in the transaction recording that end) moves the run on. A failing step
 // fails the run; the steps after it are skipped.
+//
+// A step's job claims the step for its worker process while it runs it; the
+// activation reaper (a worker silent for 30 s is dead) hands a dead
+// worker's steps back with a fresh job, as it does its activations, and a
+// duplicate delivery of a claimed step does nothing. A function step has one
+// execution, keyed by run and step.
 package pipeline
 
 import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -54,14 +61,16 @@ type Apps interface {
 	ManagedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
 }
 
-// Activations starts an agent step's activation (activation.Service).
+// Activations starts an agent step's activation, and names this worker
+// process, whose heartbeat covers the steps it claims (activation.Service).
 type Activations interface {
 	Create(ctx context.Context, c *auth.Caller, r activation.Request) (*store.Activation, bool, error)
+	WorkerID() string
 }
 
 // Functions runs a function step (function.Service).
 type Functions interface {
-	ExecuteStep(ctx context.Context, userID, appID, ref string, input json.RawMessage) (*function.Execution, error)
+	ExecuteStep(ctx context.Context, userID, appID, ref string, step function.Step, input json.RawMessage) (*function.Execution, error)
 }
 
 // EventBus records events in a transaction (events.Bus).
@@ -86,6 +95,9 @@ type Service struct {
 	// slots share the step workers fairly between users: a function step
 	// may spin until its timeout, and one user's must not hold them all.
 	slots *fairshare.Pool
+	// running holds the steps this process runs ("run/step"): a second
+	// delivery of one, here, does nothing.
+	running sync.Map
 }
 
 // workers is how many steps one process runs at once.

@@ -14,6 +14,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -35,15 +36,22 @@ type stepWorker struct {
 	svc *Service
 }
 
-// Timeout: a function step runs under its own timeout; an agent step only
-// starts an activation.
-func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return 10 * time.Minute }
+// Timeout: none from River; a function step runs under its function's
+// timeout, an agent step only starts an activation. River's rescuer skips
+// a running job until its timeout has passed: with a timeout of its own, a
+// job whose process died between River's fetch and the step's claim would
+// sit that long. With none, it is rescued after the queue's
+// RescueStuckJobsAfter (30 s); a rescue of a job still running on a live
+// worker finds the step claimed and does nothing.
+func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return -1 }
 
 // Work runs one step. A job that finds its step no longer current (a
-// retry after the run moved on) does nothing: steps run at least once,
-// and a run moves on once per step. A step whose user holds their share
-// of the workers snoozes unless one of theirs frees within a second
-// (queue.TakeSlot), leaving the worker to other users' steps.
+// retry after the run moved on), or claimed by a worker process, does
+// nothing: a run moves on once per step, and a step runs again only once
+// its worker is dead (the reaper hands it back, RecoverWorker). A step
+// whose user holds their share of the workers snoozes unless one of theirs
+// frees within a second (queue.TakeSlot), leaving the worker to other
+// users' steps.
 func (w *stepWorker) Work(ctx context.Context, job *river.Job[StepArgs]) error {
 	if err := queue.TakeSlot(ctx, w.svc.slots, job.Args.UserID, job.JobRow); err != nil {
 		return err
@@ -108,29 +116,44 @@ func (s *Service) runStep(ctx context.Context, runID string, step int) error {
 	if err != nil {
 		return s.finishStep(ctx, runID, step, stepEnd{err: err.Error()})
 	}
-	if err := s.markRunning(ctx, runID, step); err != nil {
+	key := fmt.Sprintf("%s/%d", runID, step)
+	if _, dup := s.running.LoadOrStore(key, struct{}{}); dup {
+		return nil // running on this process already
+	}
+	defer s.running.Delete(key)
+	claimed, err := s.claim(ctx, runID, step)
+	if err != nil || !claimed {
 		return err
 	}
-	switch def.Type {
-	case "function":
-		e, err := s.functions.ExecuteStep(ctx, w.run.UserID, w.run.AppID, def.Ref, input)
-		if err != nil {
-			if ctx.Err() != nil {
-				return err // stopping: River runs the step again
-			}
-			if e, ok := apperr.As(err); ok {
-				return s.finishStep(ctx, runID, step, stepEnd{err: e.Detail})
-			}
-			return err
-		}
-		end := stepEnd{executionID: e.ExecutionID, output: e.Output}
-		if e.Error != nil {
-			end.err = *e.Error
-		}
-		return s.finishStep(ctx, runID, step, end)
-	default:
+	if err := s.execStep(ctx, w, def, input); err != nil {
+		// River runs the job again, here or elsewhere: the claim goes.
+		s.release(ctx, runID, step)
+		return err
+	}
+	return nil
+}
+
+// execStep runs step def of w, claimed by this process, with its input.
+func (s *Service) execStep(ctx context.Context, w *where, def apps.Step, input json.RawMessage) error {
+	if def.Type != "function" {
 		return s.startAgent(ctx, w, def, input)
 	}
+	runID, step := w.run.ID, w.step
+	e, err := s.functions.ExecuteStep(ctx, w.run.UserID, w.run.AppID, def.Ref, function.Step{RunID: runID, StepID: def.ID}, input)
+	if err != nil {
+		if ctx.Err() != nil {
+			return err // stopping: River runs the step again
+		}
+		if e, ok := apperr.As(err); ok {
+			return s.finishStep(ctx, runID, step, stepEnd{err: e.Detail})
+		}
+		return err
+	}
+	end := stepEnd{executionID: e.ExecutionID, output: e.Output}
+	if e.Error != nil {
+		end.err = *e.Error
+	}
+	return s.finishStep(ctx, runID, step, end)
 }
 
 // startAgent starts an agent step's activation; its end moves the run on
@@ -165,6 +188,8 @@ func (s *Service) startAgent(ctx context.Context, w *where, def apps.Step, input
 			return err
 		}
 		cur.states[w.step].ActivationID = a.ID
+		// The activation's own recovery covers the step from here.
+		cur.run.WorkerID = ""
 		if err := s.save(ctx, tx, cur); err != nil {
 			return err
 		}
@@ -218,12 +243,21 @@ func endOf(a *store.Activation) stepEnd {
 	return stepEnd{activationID: a.ID, output: a.OutputData}
 }
 
-func (s *Service) markRunning(ctx context.Context, runID string, step int) error {
-	return s.store.InTx(ctx, func(tx *store.Store) error {
+// claim makes this worker process the one running step of run runID and
+// marks the step (and the run) running. It fails (false) when the step is
+// no longer current or another worker holds it: a live one runs it, a dead
+// one's steps are handed back by the reaper (RecoverWorker).
+func (s *Service) claim(ctx context.Context, runID string, step int) (bool, error) {
+	me := s.acts.WorkerID()
+	claimed := false
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
 		w, err := s.load(ctx, tx, runID, step)
-		if err != nil || w == nil || w.states[step].Status == StatusRunning {
+		if err != nil || w == nil || (w.run.WorkerID != "" && w.run.WorkerID != me) {
 			return err
 		}
+		claimed = true
+		w.run.WorkerID = me
+		w.run.Attempt++
 		w.states[step].Status = StatusRunning
 		if w.run.Status == StatusQueued {
 			w.run.Status = StatusRunning
@@ -234,6 +268,74 @@ func (s *Service) markRunning(ctx context.Context, runID string, step int) error
 		}
 		return s.save(ctx, tx, w)
 	})
+	return claimed && err == nil, err
+}
+
+// release gives up this process's claim on step of run runID, so that
+// River's next try of the job may run it on any worker. A release that
+// fails leaves the claim to the reaper.
+func (s *Service) release(ctx context.Context, runID string, step int) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	me := s.acts.WorkerID()
+	err := s.store.InTx(ctx, func(tx *store.Store) error {
+		w, err := s.load(ctx, tx, runID, step)
+		if err != nil || w == nil || w.run.WorkerID != me {
+			return err
+		}
+		w.run.WorkerID = ""
+		return s.save(ctx, tx, w)
+	})
+	if err != nil {
+		s.log.Warn("release a pipeline step", "run_id", runID, "step", step, "err", err)
+	}
+}
+
+// maxStepAttempts bounds how often a step is claimed before a dying worker
+// fails it instead of handing it back (a step that kills its worker).
+const maxStepAttempts = 3
+
+// RecoverWorker hands back the steps dead worker workerID was running,
+// each with a fresh job (its own job is stuck "running" until River's
+// rescuer gets to it), or, past maxStepAttempts, fails them with a reason.
+// The activation reaper calls it (activation.DeadWorkerHook).
+func (s *Service) RecoverWorker(ctx context.Context, workerID string) (int, error) {
+	ids, err := s.store.PipelineRunsClaimedBy(ctx, workerID)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		err := s.store.InTx(ctx, func(tx *store.Store) error {
+			r, err := tx.PipelineRunGet(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			if err != nil || r.WorkerID != workerID {
+				return err
+			}
+			w, err := s.load(ctx, tx, id, r.Current)
+			if err != nil {
+				return err
+			}
+			if w == nil { // ended: nothing to run
+				r.WorkerID = ""
+				return tx.PipelineRunUpdate(ctx, r)
+			}
+			if w.run.Attempt >= maxStepAttempts {
+				return s.stepEndedTx(ctx, tx, w, stepEnd{err: fmt.Sprintf("The worker running this step stopped responding (attempt %d of %d)",
+					w.run.Attempt, maxStepAttempts)})
+			}
+			w.run.WorkerID = ""
+			if err := s.save(ctx, tx, w); err != nil {
+				return err
+			}
+			return s.enqueue(ctx, tx, w.run, w.step)
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return len(ids), nil
 }
 
 // finishStep records a step's end in a transaction of its own.
@@ -251,6 +353,7 @@ func (s *Service) finishStep(ctx context.Context, runID string, step int, end st
 // step's job, or the run's end (a failed step fails it, the steps after it
 // are skipped).
 func (s *Service) stepEndedTx(ctx context.Context, tx *store.Store, w *where, end stepEnd) error {
+	w.run.WorkerID, w.run.Attempt = "", 0
 	st := &w.states[w.step]
 	st.Output, st.ActivationID, st.ExecutionID = end.output, firstOf(end.activationID, st.ActivationID), end.executionID
 	if end.err != "" {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -161,4 +162,60 @@ func hasBraces(v any) bool {
 		}
 	}
 	return false
+}
+
+// TestRenderBounded: a template that names a big value many times fails
+// once its rendering passes the limit of a request body, naming the
+// limit, and stops there: 500 × {{input.x}} over a 200 KB input (100 MB
+// rendered whole before) allocates a few MiB, whether the copies are in
+// one string or are whole values. Not parallel: it reads the process's
+// allocation counter, which parallel tests would move.
+func TestRenderBounded(t *testing.T) {
+	scope := map[string]any{"input": map[string]any{"x": strings.Repeat("x", 200<<10)}}
+	many := make([]string, 500)
+	for i := range many {
+		many[i] = `"{{input.x}}"`
+	}
+	for name, tmpl := range map[string]string{
+		"in one string":   `{"t":"` + strings.Repeat("{{input.x}}", 500) + `"}`,
+		"as whole values": `[` + strings.Join(many, ",") + `]`,
+	} {
+		_, _ = Render(json.RawMessage(tmpl), scope) // warm: lazily built regexp and runtime state
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		out, err := Render(json.RawMessage(tmpl), scope)
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "larger than 1 MiB") {
+			t.Fatalf("%s: got %d bytes, %v; want an error naming the 1 MiB limit", name, len(out), err)
+		}
+		// About 3 MiB: the buffer's doublings up to the limit. The race
+		// detector's pool drops add some to the regexp's matching.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+			t.Fatalf("%s: rendering allocated %d MiB before it failed", name, alloc>>20)
+		}
+	}
+	// Up to the limit, it renders.
+	out, err := Render(json.RawMessage(`{"t":"{{input.x}}{{input.x}}"}`), scope)
+	if err != nil || len(out) < 400<<10 {
+		t.Fatalf("got %d bytes, %v", len(out), err)
+	}
+}
+
+// FuzzQuoted: the renderer escapes a string exactly as encoding/json does
+// (it writes strings itself, to stop at the limit without a copy).
+func FuzzQuoted(f *testing.F) {
+	for _, s := range []string{"", "plain", `"q" \ /`, "\n\r\t\b\f\x00\x01\x1f\x7f", "<a href='x'>&amp;</a>", "\u2028\u2029",
+		"é漢字🙂", "\xff\xfe", "a\xc3", "\xe2\x82", "\xed\xa0\x80", string([]byte{0xf0, 0x9f, 0x99})} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c := &capped{limit: 1 << 20}
+		if err := c.quoted(s); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(s)
+		if c.buf.String() != string(want) {
+			t.Fatalf("quoted(%q) = %s, want %s", s, c.buf.String(), want)
+		}
+	})
 }

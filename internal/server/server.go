@@ -53,6 +53,10 @@ type Options struct {
 	// MaxConnectionsPerUser caps a user's WebSocket and SSE connections on
 	// this node; 0: auth.DefaultMaxConnections.
 	MaxConnectionsPerUser int
+	// HeartbeatEvery and DeadAfter shorten the worker heartbeat and the
+	// silence after which a worker is dead, so that tests of recovery take
+	// seconds (tests only; zero: 10 s and 30 s).
+	HeartbeatEvery, DeadAfter time.Duration
 }
 
 // Server is one platform process.
@@ -204,11 +208,13 @@ func (s *Server) build(ctx context.Context) error {
 		Agents: s.Apps, Resolve: s.resolveLLM, Executors: s.Executors,
 		// A run's agent key ends with its activation, whatever ends it.
 		EndHooks: []activation.EndHook{s.Auth.EndAgentKey},
-	}, activation.Options{Concurrency: s.Config.Workers})
+	}, activation.Options{Concurrency: s.Config.Workers, HeartbeatEvery: s.opts.HeartbeatEvery, DeadAfter: s.opts.DeadAfter})
 	s.Pipelines = pipeline.New(s.Store, s.Auth, s.Apps, s.Activations, s.Functions, s.Events, s.Queue, s.Log)
 	s.Pipelines.Quotas = s.Config.Quotas
 	// A pipeline's agent step moves its run on when its activation ends.
 	s.Activations.EndHooks = append(s.Activations.EndHooks, s.Pipelines.EndHook)
+	// A dead worker's pipeline steps come back with its activations.
+	s.Activations.DeadWorkerHooks = append(s.Activations.DeadWorkerHooks, s.Pipelines.RecoverWorker)
 	s.Metrics.QueueDepth(func() (int, int, error) { return s.Store.ActivationDepth(context.Background()) })
 	if s.opts.HTTP {
 		mux := http.NewServeMux()

@@ -24,16 +24,31 @@ type Execution struct {
 	// when there are any; read back by ExecutionLogs.
 	Logs          json.RawMessage
 	LogsTruncated bool
+	// PipelineRunID and PipelineStep name the pipeline step the execution
+	// ran for, if any: one execution per step of a run (ErrConflict for a
+	// second).
+	PipelineRunID string
+	PipelineStep  string
 }
 
-const executionColumns = `id, function_id, app_id, user_id, status, input, output, error, duration_ms, created_at, completed_at`
+const executionColumns = `id, function_id, app_id, user_id, status, input, output, error, duration_ms, created_at, completed_at, pipeline_run_id, pipeline_step`
 
 func scanExecution(row interface{ Scan(...any) error }, e *Execution) error {
 	var input, output []byte
-	var errText sql.NullString
-	err := row.Scan(&e.ID, &e.FunctionID, &e.AppID, &e.UserID, &e.Status, &input, &output, &errText, &e.DurationMS, &e.CreatedAt, &e.CompletedAt)
-	e.Input, e.Output, e.Error = input, output, errText.String
+	var errText, runID, step sql.NullString
+	err := row.Scan(&e.ID, &e.FunctionID, &e.AppID, &e.UserID, &e.Status, &input, &output, &errText, &e.DurationMS, &e.CreatedAt, &e.CompletedAt,
+		&runID, &step)
+	e.Input, e.Output, e.Error, e.PipelineRunID, e.PipelineStep = input, output, errText.String, runID.String, step.String
 	return err
+}
+
+// ExecutionGetByStep returns the execution of step stepID of pipeline run
+// runID, or ErrNotFound.
+func (s *Store) ExecutionGetByStep(ctx context.Context, runID, stepID string) (*Execution, error) {
+	var e Execution
+	err := scanExecution(s.reader().QueryRowContext(ctx, `SELECT `+executionColumns+` FROM function_executions
+		WHERE pipeline_run_id = $1 AND pipeline_step = $2`, runID, stepID), &e)
+	return &e, mapErr(err)
 }
 
 // ExecutionCreate records an ended execution, with its logs.
@@ -45,8 +60,9 @@ func (s *Store) ExecutionCreate(ctx context.Context, e *Execution) error {
 	if e.Error != "" {
 		errText = e.Error
 	}
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO function_executions (`+executionColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-		e.ID, e.FunctionID, e.AppID, e.UserID, e.Status, jsonOr(e.Input, "null"), output, errText, e.DurationMS, s.ts(e.CreatedAt), s.ts(e.CompletedAt))
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO function_executions (`+executionColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		e.ID, e.FunctionID, e.AppID, e.UserID, e.Status, jsonOr(e.Input, "null"), output, errText, e.DurationMS, s.ts(e.CreatedAt), s.ts(e.CompletedAt),
+		nullable(e.PipelineRunID), nullable(e.PipelineStep))
 	if err == nil && len(e.Logs) > 0 {
 		err = s.RunLogsPut(ctx, &RunLogs{RunID: e.ID, UserID: e.UserID, AppID: e.AppID, Logs: e.Logs, Truncated: e.LogsTruncated, CreatedAt: e.CompletedAt})
 	}

@@ -40,22 +40,29 @@ type PipelineRun struct {
 	Error      string
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	// WorkerID is the worker running the current step ("" when none
+	// does: queued, waiting on an activation, or ended); Attempt counts
+	// the claims of the current step.
+	WorkerID string
+	Attempt  int
 }
 
-const pipelineRunColumns = `id, pipeline_id, app_id, user_id, status, input, definition, steps, current, output, error, created_at, updated_at`
+const pipelineRunColumns = `id, pipeline_id, app_id, user_id, status, input, definition, steps, current, output, error, created_at, updated_at, worker_id, attempt`
 
 func scanPipelineRun(row interface{ Scan(...any) error }, r *PipelineRun) error {
 	var input, def, steps, output []byte
-	var errText sql.NullString
-	err := row.Scan(&r.ID, &r.PipelineID, &r.AppID, &r.UserID, &r.Status, &input, &def, &steps, &r.Current, &output, &errText, &r.CreatedAt, &r.UpdatedAt)
-	r.Input, r.Definition, r.Steps, r.Output, r.Error = input, def, steps, output, errText.String
+	var errText, worker sql.NullString
+	err := row.Scan(&r.ID, &r.PipelineID, &r.AppID, &r.UserID, &r.Status, &input, &def, &steps, &r.Current, &output, &errText, &r.CreatedAt, &r.UpdatedAt,
+		&worker, &r.Attempt)
+	r.Input, r.Definition, r.Steps, r.Output, r.Error, r.WorkerID = input, def, steps, output, errText.String, worker.String
 	return err
 }
 
 // PipelineRunCreate inserts r.
 func (s *Store) PipelineRunCreate(ctx context.Context, r *PipelineRun) error {
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO pipeline_runs (`+pipelineRunColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL, $10, $11)`,
-		r.ID, r.PipelineID, r.AppID, r.UserID, r.Status, jsonOr(r.Input, "null"), string(r.Definition), string(r.Steps), r.Current, s.ts(r.CreatedAt), s.ts(r.UpdatedAt))
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO pipeline_runs (`+pipelineRunColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL, $10, $11, $12, $13)`,
+		r.ID, r.PipelineID, r.AppID, r.UserID, r.Status, jsonOr(r.Input, "null"), string(r.Definition), string(r.Steps), r.Current, s.ts(r.CreatedAt), s.ts(r.UpdatedAt),
+		nullable(r.WorkerID), r.Attempt)
 	return mapErr(err)
 }
 
@@ -81,8 +88,15 @@ func (s *Store) PipelineRunUpdate(ctx context.Context, r *PipelineRun) error {
 	if r.Error != "" {
 		errText = r.Error
 	}
-	return expectOne(s.writer().ExecContext(ctx, `UPDATE pipeline_runs SET status = $2, steps = $3, current = $4, output = $5, error = $6, updated_at = $7 WHERE id = $1`,
-		r.ID, r.Status, string(r.Steps), r.Current, output, errText, s.ts(r.UpdatedAt)))
+	return expectOne(s.writer().ExecContext(ctx, `UPDATE pipeline_runs SET status = $2, steps = $3, current = $4, output = $5, error = $6, updated_at = $7,
+		worker_id = $8, attempt = $9 WHERE id = $1`,
+		r.ID, r.Status, string(r.Steps), r.Current, output, errText, s.ts(r.UpdatedAt), nullable(r.WorkerID), r.Attempt))
+}
+
+// PipelineRunsClaimedBy lists the ids of the runs whose current step
+// worker workerID runs.
+func (s *Store) PipelineRunsClaimedBy(ctx context.Context, workerID string) ([]string, error) {
+	return s.strings(ctx, `SELECT id FROM pipeline_runs WHERE worker_id = $1`, workerID)
 }
 
 // PipelineRunList returns a page of pipeline's runs, newest first, and how

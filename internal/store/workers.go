@@ -45,13 +45,17 @@ func (s *Store) WorkersSilentSince(ctx context.Context, t time.Time) ([]Worker, 
 		FROM workers WHERE heartbeat_at < $1`, s.ts(t))
 }
 
-// ActivationWorkersWithoutHeartbeat returns ids of workers that hold running
-// activations but have no worker row at all (a row deleted by a reaper that
-// died halfway, or a worker that never heartbeat before dying).
-func (s *Store) ActivationWorkersWithoutHeartbeat(ctx context.Context) ([]string, error) {
-	return s.strings(ctx, `SELECT DISTINCT a.worker_id FROM activations a
+// WorkersWithoutHeartbeat returns ids of workers that hold running
+// activations or pipeline steps but have no worker row at all (a row
+// deleted by a reaper that died halfway, or a worker that never heartbeat
+// before dying).
+func (s *Store) WorkersWithoutHeartbeat(ctx context.Context) ([]string, error) {
+	return s.strings(ctx, `SELECT a.worker_id FROM activations a
 		WHERE a.status = 'running' AND a.worker_id IS NOT NULL
-		AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = a.worker_id)`)
+		AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = a.worker_id)
+		UNION SELECT r.worker_id FROM pipeline_runs r
+		WHERE r.worker_id IS NOT NULL
+		AND NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = r.worker_id)`)
 }
 
 func (s *Store) workers(ctx context.Context, q string, args ...any) ([]Worker, error) {
