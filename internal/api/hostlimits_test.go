@@ -26,20 +26,24 @@ func (e *env) runFunction(token, appID, code string, input map[string]any) *resp
 
 // TestJavaScriptRecordsObeyTheBodyLimit: a record written from JavaScript
 // obeys the API's 1 MiB body limit (the error names the size), and nothing
-// is stored.
+// is stored. An agent, not a function: its run does not hold a request.
 func TestJavaScriptRecordsObeyTheBodyLimit(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		e := newEnv(t, d, nil)
 		tok := e.signup("records@example.com")
-		appID := e.importManifest(tok, exampleManifest(t)).expect(t, 201).str("app_id")
-		r := e.runFunction(tok, appID, `async function run(input, ctx) {
-			const ticket = {subject: "s", body: "x".repeat(1100000), customer_email: "a@b.co", priority: "low"};
-			try { await ctx.data.create("tickets", ticket); return "stored"; } catch (e) { return e.name + ": " + e.message; }
-		}`, nil)
-		require.Equal(t, "completed", r.str("status"), r.str("error"))
-		require.Regexp(t, `^PayloadTooLargeError: A record is at most 1048576 bytes of JSON \(1 MiB\); this one is 11000\d\d bytes$`, r.JSON["output"])
-		l := e.do("GET", "/api/v1/data/"+appID+"/tickets", nil, bearer(tok)).expect(t, 200)
+		ag := e.jsAgent(tok, `async function run(input, ctx) {
+			await ctx.data.createModel("notes", {name: "Notes", fields: [{name: "body", type: "text", required: true}]});
+			let refused;
+			try { await ctx.data.create("notes", {body: "x".repeat(1100000)}); } catch (e) { refused = e.name + ": " + e.message; }
+			return {refused, left: (await ctx.data.list("notes")).total_count};
+		}`, 60)
+		a := e.await(tok, e.activateJS(tok, ag, map[string]any{}))
+		require.Equal(t, "completed", a.str("status"), a.str("error"))
+		out := a.JSON["output_data"].(map[string]any)
+		require.Regexp(t, `^PayloadTooLargeError: A record is at most 1048576 bytes of JSON \(1 MiB\); this one is 11000\d\d bytes$`, out["refused"])
+		require.Equal(t, 0.0, out["left"])
+		l := e.do("GET", "/api/v1/data/"+ag.appID+"/notes", nil, bearer(tok)).expect(t, 200)
 		require.Equal(t, 0.0, l.JSON["total_count"])
 	})
 }

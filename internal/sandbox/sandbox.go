@@ -45,7 +45,8 @@ type Limits struct {
 // every recorded error text is capped (cleantext.ErrorBytes).
 const ErrorBytes = cleantext.ErrorBytes
 
-// DefaultLimits are DESIGN's: 64 MiB, 1 MiB of output, 256 KiB of logs.
+// DefaultLimits are DESIGN's: 64 MiB, 1 MiB of output, 256 KiB of logs;
+// a host call takes at most 8 MiB of JSON arguments.
 var DefaultLimits = Limits{MemoryBytes: 64 << 20, OutputBytes: 1 << 20, LogBytes: 256 << 10, CallBytes: 8 << 20}
 
 // Call is a host function: args is the JSON array of the JS arguments; the
