@@ -29,7 +29,7 @@ func (a *API) routes() {
 
 	// Users.
 	register(a, op("get-me", http.MethodGet, "/api/v1/users/me", "The caller's account", "users"), auth.AppUse, a.getMe)
-	register(a, op("update-me", http.MethodPatch, "/api/v1/users/me", "Update the caller's profile", "users"), auth.Account, a.updateMe)
+	register(a, op("update-me", http.MethodPatch, "/api/v1/users/me", "Update the caller's profile (a new email needs current_password and ends other sessions)", "users"), auth.Account, a.updateMe)
 	register(a, noContent(op("change-password", http.MethodPost, "/api/v1/users/me/password", "Change password (ends other sessions)", "users")), auth.SessionOnly, a.changePassword)
 	register(a, op("list-users", http.MethodGet, "/api/v1/users", "List accounts (admin)", "users"), auth.AdminOnly, a.listUsers)
 	register(a, op("get-user", http.MethodGet, "/api/v1/users/{id}", "One account (admin)", "users"), auth.AdminOnly, a.getUser)
