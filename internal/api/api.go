@@ -206,6 +206,9 @@ func Register[I, O any](api huma.API, op huma.Operation, rule auth.Rule, h func(
 	if op.MaxBodyBytes == 0 {
 		op.MaxBodyBytes = MaxBodyBytes
 	}
+	// The body is read under limitBody's deadline, lifted once read;
+	// huma's would stay and cut the operation (and the connection) at 5 s.
+	op.BodyReadTimeout = -1
 	huma.Register(api, op, h)
 	if doc := operationOf(api.OpenAPI(), op.Method, op.Path); doc != nil {
 		documentOperation(api.OpenAPI(), doc)

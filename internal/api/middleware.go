@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -148,19 +149,64 @@ func headSize(r *http.Request) int {
 	return n
 }
 
-// limitBody caps every body at MaxBodyBytes; huma answers 413 for its
-// routes, and plain handlers see http.MaxBytesError.
+// BodyReadTimeout bounds the reading of a request body, from its first
+// read to its end: a client that trickles a body (slowloris) is cut off.
+// The deadline is lifted once the body is read, so the operation may then
+// take as long as it allows (a function's timeout, Prefer: wait) and the
+// keep-alive connection stays usable. huma's own BodyReadTimeout sets a
+// deadline it never lifts, so Register turns it off.
+const BodyReadTimeout = 30 * time.Second
+
+// limitBody caps every body at MaxBodyBytes (huma answers 413 for its
+// routes, and plain handlers see http.MaxBytesError) and reads it under
+// BodyReadTimeout.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > MaxBodyBytes {
 			writeError(w, r, apperr.New(apperr.PayloadTooLarge, detailTooLarge))
 			return
 		}
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes+1)
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &deadlineBody{ReadCloser: http.MaxBytesReader(w, r.Body, MaxBodyBytes+1), rc: http.NewResponseController(w)}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// deadlineBody sets the connection's read deadline at the body's first
+// read and lifts it when the body ends (EOF, error or Close). The deadline
+// starts at the first read, not before the handler: huma lifts any
+// deadline just before it reads (BodyReadTimeout < 0).
+type deadlineBody struct {
+	io.ReadCloser
+	rc             *http.ResponseController
+	started, ended bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	if !b.started {
+		b.started = true
+		// An HTTP/2 stream or a test recorder may not support deadlines:
+		// the body is then bounded by the server's own limits.
+		_ = b.rc.SetReadDeadline(time.Now().Add(BodyReadTimeout))
+	}
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.end()
+	}
+	return n, err
+}
+
+func (b *deadlineBody) Close() error {
+	b.end()
+	return b.ReadCloser.Close()
+}
+
+func (b *deadlineBody) end() {
+	if b.started && !b.ended {
+		b.ended = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
 }
 
 // csrf refuses cross-origin unsafe requests that would ride on the session
