@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
 )
 
 // MaxBodyBytes is the largest request body accepted (413 beyond).
@@ -94,7 +95,7 @@ func (a *API) observe(next http.Handler) http.Handler {
 		ctx := context.WithValue(r.Context(), loggerKey, log)
 		ctx = context.WithValue(ctx, clientIPKey, ip)
 		// The mux sets r.Pattern on the request it is given, which a layer
-		// below may have copied (the identity middleware does): jsonMisses
+		// below may have copied (the identity middleware does): route
 		// reports the route here instead.
 		route := new(string)
 		ctx = context.WithValue(ctx, routeKey, route)
@@ -224,32 +225,55 @@ func (a *API) csrf(next http.Handler) http.Handler {
 	})
 }
 
-// jsonMisses answers unknown routes and wrong methods with the error body
+// route serves every request after the router's identity middleware: it
+// spends the caller's rate (limit) before anything is routed, then serves
+// the mux, answering unknown routes and wrong methods with the error body
 // instead of the mux's plain text.
-func jsonMisses(mux *http.ServeMux) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, pattern := mux.Handler(r)
-		if route, ok := r.Context().Value(routeKey).(*string); ok {
-			*route = pattern
-		}
-		if pattern != "" {
-			mux.ServeHTTP(w, r)
-			return
-		}
-		// The mux knows whether the path exists under another method: let it
-		// answer into a probe, then keep only its status and Allow header.
-		probe := &headerProbe{header: http.Header{}}
-		h.ServeHTTP(probe, r)
-		switch probe.status {
-		case http.StatusMethodNotAllowed:
-			w.Header().Set("Allow", probe.header.Get("Allow"))
-			writeError(w, r, &ErrorBody{Detail: "Method not allowed", StatusCode: http.StatusMethodNotAllowed, ErrorType: string(apperr.Validation)})
-		case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-			mux.ServeHTTP(w, r)
-		default:
-			writeError(w, r, apperr.NotFoundf("Not found"))
-		}
-	})
+func (a *API) route(w http.ResponseWriter, r *http.Request) {
+	h, pattern := a.mux.Handler(r)
+	if route, ok := r.Context().Value(routeKey).(*string); ok {
+		*route = pattern
+	}
+	if !a.limit(r, pattern) {
+		writeError(w, r, apperr.New(apperr.RateLimit, DetailRateLimited))
+		return
+	}
+	if pattern != "" {
+		a.mux.ServeHTTP(w, r)
+		return
+	}
+	// The mux knows whether the path exists under another method: let it
+	// answer into a probe, then keep only its status and Allow header.
+	probe := &headerProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	switch probe.status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		writeError(w, r, &ErrorBody{Detail: "Method not allowed", StatusCode: http.StatusMethodNotAllowed, ErrorType: string(apperr.Validation)})
+	case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		a.mux.ServeHTTP(w, r)
+	default:
+		writeError(w, r, apperr.NotFoundf("Not found"))
+	}
+}
+
+// limit spends one request of the caller's rate, before routing, so that
+// every request pays — API operations, the WebSocket handshake, pages,
+// and paths no route has — and each pays once. An authenticated caller
+// spends their user's budget; without a valid credential the client
+// address pays (refusals cost like answers, so guessing tokens or probing
+// routes is limited too). Routes registered unlimited (health probes) are
+// exempt.
+func (a *API) limit(r *http.Request, pattern string) bool {
+	if a.unlimited[pattern] {
+		return true
+	}
+	id := auth.IdentityFrom(r.Context())
+	caller := id.Caller
+	if id.Err != nil {
+		caller = nil
+	}
+	return a.rate.Allow(rateKey(caller, clientIP(r.Context())))
 }
 
 type headerProbe struct {

@@ -178,6 +178,8 @@ func (a *API) routes() {
 	register(a, unlimited(op("version", http.MethodGet, "/api/v1/version", "Platform and API version", "operations")), auth.Public, a.version)
 	register(a, unlimited(op("healthz", http.MethodGet, "/healthz", "Liveness", "operations")), auth.Public, a.healthz)
 	register(a, unlimited(op("readyz", http.MethodGet, "/readyz", "Readiness: database reachable and migrated", "operations")), auth.Public, a.readyz)
+	// A scraper polls from one address: like the probes, never limited.
 	a.mux.Handle("GET /metrics", a.metrics.Handler())
+	a.unlimited["GET /metrics"] = true
 	a.docsRoutes()
 }
