@@ -70,7 +70,16 @@ type Config struct {
 	// EgressAllow is AP_EGRESS_ALLOW: the networks that outbound calls to
 	// user-supplied addresses may reach although they are private.
 	EgressAllow CIDRs
+
+	// ListPageBytes bounds the items of one list page and of one batch of
+	// a WebSocket replay, in bytes as stored (AP_LIST_PAGE_BYTES): a page
+	// of large items holds fewer than limit, with has_more.
+	ListPageBytes int
 }
+
+// DefaultListPageBytes is AP_LIST_PAGE_BYTES unset: 4 MiB, a few items at
+// the largest output plus error, hundreds of ordinary ones.
+const DefaultListPageBytes = 4 << 20
 
 // Production reports whether AP_ENV=production.
 func (c *Config) Production() bool { return c.Env == "production" }
@@ -99,6 +108,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		SessionTTL:             30 * 24 * time.Hour,
 		CredentialScanInterval: 15 * time.Second,
 		CredentialRefreshRate:  50,
+		ListPageBytes:          DefaultListPageBytes,
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -147,6 +157,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	integer("AP_RATE_LIMIT", &c.RateLimit)
 	integer("AP_LOGIN_FAILURE_LIMIT", &c.LoginFailureLimit)
 	integer("AP_CREDENTIAL_REFRESH_RATE", &c.CredentialRefreshRate)
+	integer("AP_LIST_PAGE_BYTES", &c.ListPageBytes)
 	duration := func(name string, dst *time.Duration) {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -222,6 +233,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CredentialRefreshRate < 1 || c.CredentialRefreshRate > 10000 {
 		bad("AP_CREDENTIAL_REFRESH_RATE must be between 1 and 10000")
+	}
+	if c.ListPageBytes < 1<<10 || c.ListPageBytes > 1<<30 {
+		bad("AP_LIST_PAGE_BYTES must be between 1024 and 1073741824")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		bad("AP_TLS_CERT and AP_TLS_KEY go together")

@@ -152,7 +152,7 @@ func (s *Store) RecordList(ctx context.Context, q RecordQuery) ([]Record, int, e
 		if err != nil {
 			return nil, 0, err
 		}
-		rows, err := queryAll(ctx, s.reader(), scanRecord, `SELECT `+s.recordSelect()+` FROM app_records WHERE `+cond+
+		rows, err := queryPage(ctx, s, scanRecord, `SELECT `+s.recordSelect()+` FROM app_records WHERE `+cond+
 			` ORDER BY created_at`+dir+`, id`+dir+` LIMIT `+arg(q.Limit)+` OFFSET `+arg(q.Offset), args...)
 		return rows, total, err
 	}
@@ -163,7 +163,7 @@ func (s *Store) RecordList(ctx context.Context, q RecordQuery) ([]Record, int, e
 	// sort after the others either way.
 	key := s.field(arg(s.jsonPath(q.SortField)), q.SortCompare)
 	var total int
-	rows, err := queryAll(ctx, s.reader(), func(row interface{ Scan(...any) error }, r *Record) error {
+	rows, err := queryPage(ctx, s, func(row interface{ Scan(...any) error }, r *Record) error {
 		return scanRecord(countedRow{row, &total}, r)
 	}, `WITH m AS MATERIALIZED (SELECT id, `+key+` AS k FROM app_records WHERE `+cond+`), `+
 		`p AS (SELECT id, k FROM m ORDER BY k`+dir+` NULLS LAST, id`+dir+` LIMIT `+arg(q.Limit)+` OFFSET `+arg(q.Offset)+`) `+
