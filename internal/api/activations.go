@@ -345,7 +345,7 @@ func (a *API) activationList(ctx context.Context, in ActivationListFilters, f st
 		return nil, err
 	}
 	out := &listActivationsOutput{}
-	out.Body.Activations, out.Body.Page = mapAll(list, activationOut), in.page(total)
+	out.Body.Activations, out.Body.Page = mapAll(list, activationOut), in.pageOf(total, len(list))
 	return out, nil
 }
 

@@ -18,7 +18,6 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/appdata"
-	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/authenticator"
@@ -92,7 +91,9 @@ type API struct {
 	queryToken *http.ServeMux
 	cop        *http.CrossOriginProtection
 	rate       *ratelimit.Limiter
-	logins     *ratelimit.Window
+	// unlimited are the patterns of the routes exempt from rate (unlimited).
+	unlimited map[string]bool
+	logins    *ratelimit.Window
 	// streams ends when the server shuts down, and the SSE streams with it
 	// (stream.go).
 	streamsCtx context.Context
@@ -101,7 +102,8 @@ type API struct {
 
 // New builds the API with every route of routes.go.
 func New(d Deps) (*API, error) {
-	a := &API{Deps: d, log: d.Log, metrics: d.Metrics, mux: d.Mux, cop: http.NewCrossOriginProtection(), queryToken: http.NewServeMux()}
+	a := &API{Deps: d, log: d.Log, metrics: d.Metrics, mux: d.Mux, cop: http.NewCrossOriginProtection(), queryToken: http.NewServeMux(),
+		unlimited: map[string]bool{}}
 	if a.mux == nil {
 		a.mux = http.NewServeMux()
 	}
@@ -150,8 +152,10 @@ func (a *API) Layers(next http.Handler) http.Handler {
 }
 
 // Routes serves the mux: the API's routes and whatever else is registered
-// on it (the pages). A path no route has gets the API's JSON 404 or 405.
-func (a *API) Routes() http.Handler { return jsonMisses(a.mux) }
+// on it (the pages), each request after it spent the caller's rate
+// (limit). A path no route has gets the API's JSON 404 or 405. It expects
+// the router's identity middleware in front.
+func (a *API) Routes() http.Handler { return http.HandlerFunc(a.route) }
 
 // queryTokenRoutes take their credential from ?token= too: EventSource and
 // a browser's WebSocket cannot set headers. Nowhere else is a token read
@@ -191,6 +195,9 @@ func unlimited(op huma.Operation) huma.Operation {
 
 // register adds a huma operation with the auth rule its caller must meet.
 func register[I, O any](a *API, op huma.Operation, rule auth.Rule, h func(context.Context, *I) (*O, error)) {
+	if op.Metadata[unlimitedKey] == true {
+		a.unlimited[strings.ToUpper(op.Method)+" "+op.Path] = true // the pattern humago registers
+	}
 	Register(a.huma, op, rule, h)
 }
 
@@ -206,6 +213,9 @@ func Register[I, O any](api huma.API, op huma.Operation, rule auth.Rule, h func(
 	if op.MaxBodyBytes == 0 {
 		op.MaxBodyBytes = MaxBodyBytes
 	}
+	// The body is read under limitBody's deadline, lifted once read;
+	// huma's would stay and cut the operation (and the connection) at 5 s.
+	op.BodyReadTimeout = -1
 	huma.Register(api, op, h)
 	if doc := operationOf(api.OpenAPI(), op.Method, op.Path); doc != nil {
 		documentOperation(api.OpenAPI(), doc)
@@ -213,8 +223,8 @@ func Register[I, O any](api huma.API, op huma.Operation, rule auth.Rule, h func(
 }
 
 // authenticate is the huma middleware every operation passes: it resolves
-// the caller, applies the route's rule, the per-caller rate limit and a
-// bound key's app, and puts the caller in the context.
+// the caller, applies the route's rule and a bound key's app, and puts the
+// caller in the context.
 func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 	op := hctx.Operation()
 	rule, _ := op.Metadata[ruleKey].(auth.Rule)
@@ -231,13 +241,7 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 	if authErr != nil {
 		caller = nil
 	}
-	// The rate is spent before the caller is judged: refusals (401, 403)
-	// cost like answers, so guessing tokens or probing routes is limited
-	// too. Without a valid credential the address pays.
-	if op.Metadata[unlimitedKey] != true && !a.rate.Allow(rateKey(caller, clientIP(ctx))) {
-		fail(apperr.New(apperr.RateLimit, DetailRateLimited))
-		return
-	}
+	// The rate was spent before routing (API.limit).
 	if authErr != nil && !rule.Public {
 		fail(authErr)
 		return

@@ -244,7 +244,7 @@ func TestKeyFollowsItsUserAtOnce(t *testing.T) {
 		e.do("PATCH", "/api/v1/users/"+userID, map[string]any{"is_active": true, "is_admin": true}, bearer(admin)).expect(t, 200)
 		require.Equal(t, true, e.do("GET", "/api/v1/users/me", nil, bearer(key)).expect(t, 200).JSON["is_admin"])
 		session = e.login("u@example.com", "password1") // disabling signed it out
-		e.do("PATCH", "/api/v1/users/me", map[string]any{"email": "v@example.com"}, bearer(session)).expect(t, 200)
+		e.do("PATCH", "/api/v1/users/me", map[string]any{"email": "v@example.com", "current_password": "password1"}, bearer(session)).expect(t, 200)
 		require.Equal(t, "v@example.com", e.do("GET", "/api/v1/users/me", nil, bearer(key)).expect(t, 200).str("email"))
 	})
 }

@@ -22,15 +22,7 @@ func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
 	// see queryTokenRoutes).
 	id := auth.IdentityFrom(r.Context())
 	caller, byCookie, err := id.Caller, id.Source == auth.FromCookie, id.Err
-	// Refusals spend the rate too (see authenticate).
-	rateCaller := caller
-	if err != nil {
-		rateCaller = nil
-	}
-	if !a.rate.Allow(rateKey(rateCaller, clientIP(r.Context()))) {
-		writeError(w, r, apperr.New(apperr.RateLimit, DetailRateLimited))
-		return
-	}
+	// The handshake spent the rate before routing (API.limit).
 	if err == nil {
 		err = auth.Allow(caller, auth.AppUse, http.MethodGet)
 	}

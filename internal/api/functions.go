@@ -193,7 +193,7 @@ func (a *API) history(ctx context.Context, appID, functionID string, p PageParam
 	for i, e := range es {
 		out.Body.Executions[i] = *e
 	}
-	out.Body.Page = p.page(total)
+	out.Body.Page = p.pageOf(total, len(es))
 	return out, nil
 }
 

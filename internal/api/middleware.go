@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/limits"
 )
 
@@ -95,7 +97,7 @@ func (a *API) observe(next http.Handler) http.Handler {
 		ctx := context.WithValue(r.Context(), loggerKey, log)
 		ctx = context.WithValue(ctx, clientIPKey, ip)
 		// The mux sets r.Pattern on the request it is given, which a layer
-		// below may have copied (the identity middleware does): jsonMisses
+		// below may have copied (the identity middleware does): route
 		// reports the route here instead.
 		route := new(string)
 		ctx = context.WithValue(ctx, routeKey, route)
@@ -150,19 +152,64 @@ func headSize(r *http.Request) int {
 	return n
 }
 
-// limitBody caps every body at MaxBodyBytes; huma answers 413 for its
-// routes, and plain handlers see http.MaxBytesError.
+// BodyReadTimeout bounds the reading of a request body, from its first
+// read to its end: a client that trickles a body (slowloris) is cut off.
+// The deadline is lifted once the body is read, so the operation may then
+// take as long as it allows (a function's timeout, Prefer: wait) and the
+// keep-alive connection stays usable. huma's own BodyReadTimeout sets a
+// deadline it never lifts, so Register turns it off.
+const BodyReadTimeout = 30 * time.Second
+
+// limitBody caps every body at MaxBodyBytes (huma answers 413 for its
+// routes, and plain handlers see http.MaxBytesError) and reads it under
+// BodyReadTimeout.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > MaxBodyBytes {
 			writeError(w, r, apperr.New(apperr.PayloadTooLarge, detailTooLarge))
 			return
 		}
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes+1)
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = &deadlineBody{ReadCloser: http.MaxBytesReader(w, r.Body, MaxBodyBytes+1), rc: http.NewResponseController(w)}
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// deadlineBody sets the connection's read deadline at the body's first
+// read and lifts it when the body ends (EOF, error or Close). The deadline
+// starts at the first read, not before the handler: huma lifts any
+// deadline just before it reads (BodyReadTimeout < 0).
+type deadlineBody struct {
+	io.ReadCloser
+	rc             *http.ResponseController
+	started, ended bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	if !b.started {
+		b.started = true
+		// An HTTP/2 stream or a test recorder may not support deadlines:
+		// the body is then bounded by the server's own limits.
+		_ = b.rc.SetReadDeadline(time.Now().Add(BodyReadTimeout))
+	}
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.end()
+	}
+	return n, err
+}
+
+func (b *deadlineBody) Close() error {
+	b.end()
+	return b.ReadCloser.Close()
+}
+
+func (b *deadlineBody) end() {
+	if b.started && !b.ended {
+		b.ended = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
 }
 
 // csrf refuses cross-origin unsafe requests that would ride on the session
@@ -180,32 +227,55 @@ func (a *API) csrf(next http.Handler) http.Handler {
 	})
 }
 
-// jsonMisses answers unknown routes and wrong methods with the error body
+// route serves every request after the router's identity middleware: it
+// spends the caller's rate (limit) before anything is routed, then serves
+// the mux, answering unknown routes and wrong methods with the error body
 // instead of the mux's plain text.
-func jsonMisses(mux *http.ServeMux) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h, pattern := mux.Handler(r)
-		if route, ok := r.Context().Value(routeKey).(*string); ok {
-			*route = pattern
-		}
-		if pattern != "" {
-			mux.ServeHTTP(w, r)
-			return
-		}
-		// The mux knows whether the path exists under another method: let it
-		// answer into a probe, then keep only its status and Allow header.
-		probe := &headerProbe{header: http.Header{}}
-		h.ServeHTTP(probe, r)
-		switch probe.status {
-		case http.StatusMethodNotAllowed:
-			w.Header().Set("Allow", probe.header.Get("Allow"))
-			writeError(w, r, &ErrorBody{Detail: "Method not allowed", StatusCode: http.StatusMethodNotAllowed, ErrorType: string(apperr.Validation)})
-		case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-			mux.ServeHTTP(w, r)
-		default:
-			writeError(w, r, apperr.NotFoundf("Not found"))
-		}
-	})
+func (a *API) route(w http.ResponseWriter, r *http.Request) {
+	h, pattern := a.mux.Handler(r)
+	if route, ok := r.Context().Value(routeKey).(*string); ok {
+		*route = pattern
+	}
+	if !a.limit(r, pattern) {
+		writeError(w, r, apperr.New(apperr.RateLimit, DetailRateLimited))
+		return
+	}
+	if pattern != "" {
+		a.mux.ServeHTTP(w, r)
+		return
+	}
+	// The mux knows whether the path exists under another method: let it
+	// answer into a probe, then keep only its status and Allow header.
+	probe := &headerProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	switch probe.status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		writeError(w, r, &ErrorBody{Detail: "Method not allowed", StatusCode: http.StatusMethodNotAllowed, ErrorType: string(apperr.Validation)})
+	case http.StatusMovedPermanently, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+		a.mux.ServeHTTP(w, r)
+	default:
+		writeError(w, r, apperr.NotFoundf("Not found"))
+	}
+}
+
+// limit spends one request of the caller's rate, before routing, so that
+// every request pays — API operations, the WebSocket handshake, pages,
+// and paths no route has — and each pays once. An authenticated caller
+// spends their user's budget; without a valid credential the client
+// address pays (refusals cost like answers, so guessing tokens or probing
+// routes is limited too). Routes registered unlimited (health probes) are
+// exempt.
+func (a *API) limit(r *http.Request, pattern string) bool {
+	if a.unlimited[pattern] {
+		return true
+	}
+	id := auth.IdentityFrom(r.Context())
+	caller := id.Caller
+	if id.Err != nil {
+		caller = nil
+	}
+	return a.rate.Allow(rateKey(caller, clientIP(r.Context())))
 }
 
 type headerProbe struct {

@@ -70,7 +70,7 @@ var successAnswers = map[string]map[int]answer{
 var extraErrors = map[string]map[int]string{
 	"register":               {http.StatusConflict: "Email already registered.", http.StatusForbidden: "Registration is closed (AP_REGISTRATION=closed)."},
 	"login":                  {http.StatusUnauthorized: "Wrong email or password, or a disabled account (one text for both)."},
-	"update-me":              {http.StatusConflict: "Email already registered."},
+	"update-me":              {http.StatusConflict: "Email already registered.", http.StatusBadRequest: "A new email without `current_password`, or with a wrong one."},
 	"change-password":        {http.StatusBadRequest: "Current password is incorrect, or the new one is too short."},
 	"update-user":            {http.StatusConflict: "Cannot remove the last active admin."},
 	"create-api-key":         {http.StatusNotFound: "`app_id` names no app of yours."},

@@ -168,7 +168,7 @@ func (a *API) listRuns(ctx context.Context, in *listRunsInput) (*listRunsOutput,
 	for i, r := range rs {
 		out.Body.Runs[i] = *r
 	}
-	out.Body.Page = in.page(total)
+	out.Body.Page = in.pageOf(total, len(rs))
 	return out, nil
 }
 

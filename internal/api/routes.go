@@ -29,7 +29,7 @@ func (a *API) routes() {
 
 	// Users.
 	register(a, op("get-me", http.MethodGet, "/api/v1/users/me", "The caller's account", "users"), auth.AppUse, a.getMe)
-	register(a, op("update-me", http.MethodPatch, "/api/v1/users/me", "Update the caller's profile", "users"), auth.Account, a.updateMe)
+	register(a, op("update-me", http.MethodPatch, "/api/v1/users/me", "Update the caller's profile (a new email needs current_password and ends other sessions)", "users"), auth.Account, a.updateMe)
 	register(a, noContent(op("change-password", http.MethodPost, "/api/v1/users/me/password", "Change password (ends other sessions)", "users")), auth.SessionOnly, a.changePassword)
 	register(a, op("list-users", http.MethodGet, "/api/v1/users", "List accounts (admin)", "users"), auth.AdminOnly, a.listUsers)
 	register(a, op("get-user", http.MethodGet, "/api/v1/users/{id}", "One account (admin)", "users"), auth.AdminOnly, a.getUser)
@@ -178,6 +178,8 @@ func (a *API) routes() {
 	register(a, unlimited(op("version", http.MethodGet, "/api/v1/version", "Platform and API version", "operations")), auth.Public, a.version)
 	register(a, unlimited(op("healthz", http.MethodGet, "/healthz", "Liveness", "operations")), auth.Public, a.healthz)
 	register(a, unlimited(op("readyz", http.MethodGet, "/readyz", "Readiness: database reachable and migrated", "operations")), auth.Public, a.readyz)
+	// A scraper polls from one address: like the probes, never limited.
 	a.mux.Handle("GET /metrics", a.metrics.Handler())
+	a.unlimited["GET /metrics"] = true
 	a.docsRoutes()
 }

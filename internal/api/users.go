@@ -40,12 +40,14 @@ type updateMeInput struct {
 		Email     *string `json:"email,omitempty" required:"false"`
 		FirstName *string `json:"first_name,omitempty" required:"false" maxLength:"100"`
 		LastName  *string `json:"last_name,omitempty" required:"false" maxLength:"100"`
+		// CurrentPassword proves a change of the login: needed when email changes.
+		CurrentPassword string `json:"current_password,omitempty" required:"false" doc:"The current password: required when email changes (the other sessions then end)"`
 	}
 }
 
 func (a *API) updateMe(ctx context.Context, in *updateMeInput) (*userOutput, error) {
-	u, err := a.Auth.UpdateProfile(ctx, mustCaller(ctx).UserID, auth.ProfilePatch{
-		Email: in.Body.Email, FirstName: in.Body.FirstName, LastName: in.Body.LastName})
+	u, err := a.Auth.UpdateProfile(ctx, mustCaller(ctx), auth.ProfilePatch{
+		Email: in.Body.Email, FirstName: in.Body.FirstName, LastName: in.Body.LastName, CurrentPassword: in.Body.CurrentPassword})
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -28,10 +29,10 @@ func TestMe(t *testing.T) {
 		require.Equal(t, "Lovelace", r.str("last_name"))
 		require.Equal(t, "u@example.com", r.str("email"), "fields not sent are kept")
 
-		e.do("PATCH", "/api/v1/users/me", map[string]any{"email": "Taken@example.com"}, bearer(token)).expectError(t, 409, "ConflictError", "Email already registered")
+		e.do("PATCH", "/api/v1/users/me", map[string]any{"email": "Taken@example.com", "current_password": "password1"}, bearer(token)).expectError(t, 409, "ConflictError", "Email already registered")
 		e.do("PATCH", "/api/v1/users/me", map[string]any{"email": "nope"}, bearer(token)).expectError(t, 400, "ValidationError", "Invalid email")
 		e.do("PATCH", "/api/v1/users/me", map[string]any{"first_name": 123}, bearer(token)).expectError(t, 400, "ValidationError", "Invalid value for field first_name")
-		r = e.do("PATCH", "/api/v1/users/me", map[string]any{"email": "New@Example.com"}, bearer(token)).expect(t, 200)
+		r = e.do("PATCH", "/api/v1/users/me", map[string]any{"email": "New@Example.com", "current_password": "password1"}, bearer(token)).expect(t, 200)
 		require.Equal(t, "new@example.com", r.str("email"))
 		e.login("new@example.com", "password1")
 	})
@@ -59,6 +60,45 @@ func TestChangePasswordEndsOtherSessions(t *testing.T) {
 		e.do("GET", "/api/v1/users/me", nil, bearer(key)).expect(t, 200) // keys are not sessions
 		e.do("POST", "/api/v1/auth/login", form("email", "u@example.com", "password", "password1"), acceptJSON).expect(t, 401)
 		e.login("u@example.com", "password2")
+	})
+}
+
+// TestChangeEmailNeedsPassword: the email is the login, so changing it
+// asks for the current password, as a password change does, whatever the
+// credential (a write:all key included), and ends the other sessions and
+// their sockets.
+func TestChangeEmailNeedsPassword(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		current := e.signup("u@example.com")
+		other := e.login("u@example.com", "password1")
+		key := e.keyWith(current, "write:all")
+		path := "/api/v1/users/me"
+
+		e.do("PATCH", path, map[string]any{"email": "thief@example.com"}, bearer(key)).
+			expectError(t, 400, "ValidationError", "current_password")
+		e.do("PATCH", path, map[string]any{"email": "thief@example.com", "current_password": "wrong-one"}, bearer(key)).
+			expectError(t, 400, "ValidationError", "Current password is incorrect")
+		// The same email (case aside) and the names change nothing that logs in.
+		e.do("PATCH", path, map[string]any{"email": "U@example.com", "first_name": "Ada"}, bearer(key)).expect(t, 200)
+		require.Equal(t, "u@example.com", e.do("GET", path, nil, bearer(current)).expect(t, 200).str("email"))
+		e.do("GET", path, nil, bearer(other)).expect(t, 200)
+
+		socket := e.openSocket(other)
+		r := e.do("PATCH", path, map[string]any{"email": "v@example.com", "current_password": "password1"}, bearer(current)).expect(t, 200)
+		require.Equal(t, "v@example.com", r.str("email"))
+		at := time.Now()
+		e.do("GET", path, nil, bearer(other)).expect(t, 401)
+		requireCredentialClose(t, socket, at)
+		e.do("GET", path, nil, bearer(current)).expect(t, 200)
+		e.do("GET", path, nil, bearer(key)).expect(t, 200) // keys are not sessions
+		e.do("POST", "/api/v1/auth/login", form("email", "u@example.com", "password", "password1"), acceptJSON).expect(t, 401)
+
+		// A key with the password may change it; every session ends then.
+		e.do("PATCH", path, map[string]any{"email": "w@example.com", "current_password": "password1"}, bearer(key)).expect(t, 200)
+		e.do("GET", path, nil, bearer(current)).expect(t, 401)
+		e.login("w@example.com", "password1")
 	})
 }
 

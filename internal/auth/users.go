@@ -183,21 +183,29 @@ func (s *Service) User(ctx context.Context, id string) (*store.User, error) {
 	return u, err
 }
 
-// ProfilePatch is a partial update of one's own profile.
+// ProfilePatch is a partial update of one's own profile. CurrentPassword
+// is needed only when Email changes.
 type ProfilePatch struct {
 	Email, FirstName, LastName *string
+	CurrentPassword            string
 }
 
-// UpdateProfile changes the caller's own profile.
-func (s *Service) UpdateProfile(ctx context.Context, userID string, p ProfilePatch) (*store.User, error) {
-	u, err := s.User(ctx, userID)
+// UpdateProfile changes the caller's own profile. The email is the login,
+// so changing it asks for the current password, as a password change does
+// (a stolen key or an unattended session must not lock the owner out), and
+// ends the user's other sessions.
+func (s *Service) UpdateProfile(ctx context.Context, c *Caller, p ProfilePatch) (*store.User, error) {
+	u, err := s.User(ctx, c.UserID)
 	if err != nil {
 		return nil, err
 	}
+	emailChanged := false
 	if p.Email != nil {
-		if u.Email, err = NormalizeEmail(*p.Email); err != nil {
+		email, err := NormalizeEmail(*p.Email)
+		if err != nil {
 			return nil, err
 		}
+		emailChanged, u.Email = email != u.Email, email
 	}
 	if p.FirstName != nil {
 		if u.FirstName, err = checkName("first_name", *p.FirstName); err != nil {
@@ -209,13 +217,31 @@ func (s *Service) UpdateProfile(ctx context.Context, userID string, p ProfilePat
 			return nil, err
 		}
 	}
-	return u, s.saveUser(ctx, u)
+	// The cached callers carry the user's email: forgotten after the
+	// commit, so that none is cached again from the old row.
+	defer s.keys.forget()
+	if !emailChanged {
+		return u, s.saveUser(ctx, s.store, u)
+	}
+	if err := s.checkCurrentPassword(ctx, u, p.CurrentPassword); err != nil {
+		return nil, err
+	}
+	err = s.store.InTx(ctx, func(tx *store.Store) error {
+		if err := s.saveUser(ctx, tx, u); err != nil {
+			return err
+		}
+		return tx.SessionDeleteByUser(ctx, u.ID, c.SessionID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.CredentialsChanged(ctx, u.ID)
+	return u, nil
 }
 
-func (s *Service) saveUser(ctx context.Context, u *store.User) error {
+func (s *Service) saveUser(ctx context.Context, st *store.Store, u *store.User) error {
 	u.UpdatedAt = s.now()
-	err := s.store.UserUpdate(ctx, u)
-	s.keys.forget() // the cached callers carry the user's email
+	err := st.UserUpdate(ctx, u)
 	switch {
 	case errors.Is(err, store.ErrConflict):
 		return apperr.New(apperr.Conflict, "Email already registered")
@@ -223,6 +249,23 @@ func (s *Service) saveUser(ctx context.Context, u *store.User) error {
 		return errUserNotFound
 	}
 	return err
+}
+
+// checkCurrentPassword is the proof of a change that could lock the owner
+// out (a new password, a new email): 400 naming current_password when it
+// is missing or wrong.
+func (s *Service) checkCurrentPassword(ctx context.Context, u *store.User, current string) error {
+	if current == "" {
+		return apperr.Invalid("current_password", "Missing required field: current_password")
+	}
+	ok, err := s.hasher.verify(ctx, u.PasswordHash, current)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return apperr.Invalid("current_password", "Current password is incorrect")
+	}
+	return nil
 }
 
 // ChangePassword replaces the caller's password after checking the current
@@ -238,12 +281,8 @@ func (s *Service) ChangePassword(ctx context.Context, c *Caller, current, next s
 	if err != nil {
 		return err
 	}
-	ok, err := s.hasher.verify(ctx, u.PasswordHash, current)
-	if err != nil {
+	if err := s.checkCurrentPassword(ctx, u, current); err != nil {
 		return err
-	}
-	if !ok {
-		return apperr.Invalid("current_password", "Current password is incorrect")
 	}
 	hash, err := s.hasher.hash(ctx, next)
 	if err != nil {

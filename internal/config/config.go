@@ -83,11 +83,19 @@ type Config struct {
 	// (JSConcurrency × JSMemoryMB) and the API keeps its share of the
 	// cores. Default DefaultJSConcurrency().
 	JSConcurrency int
+	// ListPageBytes bounds the items of one list page and of one batch of
+	// a WebSocket replay, in bytes as stored (AP_LIST_PAGE_BYTES): a page
+	// of large items holds fewer than limit, with has_more.
+	ListPageBytes int
 }
 
 // DefaultJSConcurrency is AP_JS_CONCURRENCY unset: 2 × CPUs (DESIGN), so a
 // run that waits on a host call does not leave a core idle.
 func DefaultJSConcurrency() int { return 2 * runtime.NumCPU() }
+
+// DefaultListPageBytes is AP_LIST_PAGE_BYTES unset: 4 MiB, a few items at
+// the largest output plus error, hundreds of ordinary ones.
+const DefaultListPageBytes = 4 << 20
 
 // Production reports whether AP_ENV=production.
 func (c *Config) Production() bool { return c.Env == "production" }
@@ -95,13 +103,13 @@ func (c *Config) Production() bool { return c.Env == "production" }
 // RegistrationOpen reports whether self-registration is allowed.
 func (c *Config) RegistrationOpen() bool { return c.Registration != "closed" }
 
-// FromEnv reads the configuration from getenv (os.Getenv in main, a map in
-// tests). _FILE variants of secrets are read here.
 // DefaultWorkers is AP_WORKERS unset. An activation spends nearly all its
 // time waiting for the LLM vendor, so a worker's concurrency is bounded by
 // what the vendors accept, not by CPUs; River's own default is the same.
 const DefaultWorkers = 100
 
+// FromEnv reads the configuration from getenv (os.Getenv in main, a map in
+// tests). _FILE variants of secrets are read here.
 func FromEnv(getenv func(string) string) (*Config, error) {
 	c := &Config{
 		Addr:                   "127.0.0.1:8080",
@@ -118,6 +126,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		CredentialRefreshRate:  50,
 		Quotas:                 quota.Defaults(),
 		JSConcurrency:          DefaultJSConcurrency(),
+		ListPageBytes:          DefaultListPageBytes,
 	}
 	var errs []error
 	str := func(name string, dst *string) {
@@ -166,6 +175,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	integer("AP_RATE_LIMIT", &c.RateLimit)
 	integer("AP_LOGIN_FAILURE_LIMIT", &c.LoginFailureLimit)
 	integer("AP_CREDENTIAL_REFRESH_RATE", &c.CredentialRefreshRate)
+	integer("AP_LIST_PAGE_BYTES", &c.ListPageBytes)
 	duration := func(name string, dst *time.Duration) {
 		if v := getenv(name); v != "" {
 			d, err := time.ParseDuration(v)
@@ -261,6 +271,9 @@ func (c *Config) Validate() error {
 	}
 	if c.JSConcurrency < 1 || c.JSConcurrency > 1024 {
 		bad("AP_JS_CONCURRENCY must be between 1 and 1024")
+	}
+	if c.ListPageBytes < 1<<10 || c.ListPageBytes > 1<<30 {
+		bad("AP_LIST_PAGE_BYTES must be between 1024 and 1073741824")
 	}
 	if (c.TLSCert == "") != (c.TLSKey == "") {
 		bad("AP_TLS_CERT and AP_TLS_KEY go together")

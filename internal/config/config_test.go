@@ -63,6 +63,7 @@ func TestDefaults(t *testing.T) {
 	require.False(t, c.NoWorker)
 	require.False(t, c.Production())
 	require.True(t, c.RegistrationOpen())
+	require.Equal(t, 4<<20, c.ListPageBytes)
 
 	require.NoError(t, c.Validate())
 	require.Equal(t, "http://127.0.0.1:8080", c.PublicURL)
@@ -91,6 +92,7 @@ func TestFromEnvReadsEachVariable(t *testing.T) {
 		{"AP_SESSION_TTL", "12h", func(c *Config) any { return c.SessionTTL }, 12 * time.Hour},
 		{"AP_CREDENTIAL_SCAN_INTERVAL", "5s", func(c *Config) any { return c.CredentialScanInterval }, 5 * time.Second},
 		{"AP_CREDENTIAL_REFRESH_RATE", "200", func(c *Config) any { return c.CredentialRefreshRate }, 200},
+		{"AP_LIST_PAGE_BYTES", "65536", func(c *Config) any { return c.ListPageBytes }, 65536},
 		{"AP_OPENAI_API_KEY", "sk-o", func(c *Config) any { return c.OpenAIAPIKey }, "sk-o"},
 		{"AP_OPENAI_BASE_URL", "http://localhost:11434/v1", func(c *Config) any { return c.OpenAIBaseURL }, "http://localhost:11434/v1"},
 		{"AP_ANTHROPIC_API_KEY", "sk-a", func(c *Config) any { return c.AnthropicAPIKey }, "sk-a"},
@@ -190,6 +192,8 @@ func TestValidate(t *testing.T) {
 		{name: "scan too often", env: map[string]string{"AP_CREDENTIAL_SCAN_INTERVAL": "10ms"}, wantErr: "AP_CREDENTIAL_SCAN_INTERVAL"},
 		{name: "no refreshes", env: map[string]string{"AP_CREDENTIAL_REFRESH_RATE": "0"}, wantErr: "AP_CREDENTIAL_REFRESH_RATE"},
 		{name: "refresh rate too high", env: map[string]string{"AP_CREDENTIAL_REFRESH_RATE": "10001"}, wantErr: "AP_CREDENTIAL_REFRESH_RATE"},
+		{name: "list page too small", env: map[string]string{"AP_LIST_PAGE_BYTES": "1023"}, wantErr: "AP_LIST_PAGE_BYTES must be between 1024 and 1073741824"},
+		{name: "list page too large", env: map[string]string{"AP_LIST_PAGE_BYTES": "1073741825"}, wantErr: "AP_LIST_PAGE_BYTES"},
 		{name: "cert without key", env: map[string]string{"AP_TLS_CERT": "c.pem"}, wantErr: "AP_TLS_KEY"},
 		{name: "key without cert", env: map[string]string{"AP_TLS_KEY": "k.pem"}, wantErr: "AP_TLS_CERT"},
 		{name: "unknown log level", env: map[string]string{"AP_LOG_LEVEL": "verbose"}, wantErr: "AP_LOG_LEVEL"},

@@ -283,13 +283,19 @@ func (b *Bus) closeAll(dropped bool) {
 }
 
 // Replay calls fn with userID's stored events after seq since, in seq
-// order, until fn returns false.
+// order, until fn returns false. It reads them in batches of at most 500
+// events and the store's page budget in bytes, and hands a batch over
+// before it reads the next: a client that does not read (fn blocks in its
+// write) holds one batch, not the user's history.
 func (b *Bus) Replay(ctx context.Context, userID string, since int64, fn func(Event) bool) error {
 	const batch = 500
 	for {
 		rows, err := b.store.EventListAfter(ctx, userID, since, batch)
 		if err != nil {
 			return err
+		}
+		if len(rows) == 0 {
+			return nil
 		}
 		for i := range rows {
 			ev, err := fromRow(&rows[i])
@@ -300,9 +306,7 @@ func (b *Bus) Replay(ctx context.Context, userID string, since int64, fn func(Ev
 				return nil
 			}
 			since = rows[i].Seq
-		}
-		if len(rows) < batch {
-			return nil
+			rows[i] = store.EventRow{} // sent: its payload may go
 		}
 	}
 }

@@ -9,7 +9,8 @@ package limits
 const BodyBytes = 1 << 20
 
 // PageBytes bounds a page that a host call from JavaScript answers with
-// (ctx.storage.list, ctx.data.list) and a page of app data records: the
+// (ctx.storage.list, ctx.data.list) and a page of app data records (or
+// AP_LIST_PAGE_BYTES when that is smaller): the
 // items stop there (fewer items, more to read), and the rows past it are
 // never read from the database. A page always holds at least one item.
 const PageBytes = 1 << 20

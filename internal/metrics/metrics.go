@@ -100,8 +100,11 @@ func New() *Metrics {
 	return m
 }
 
-// ObserveRequest records one HTTP request. route is the ServeMux pattern,
-// never the raw path, so the label set stays bounded.
+// ObserveRequest records one HTTP request. Every label comes from a
+// closed set, whatever a client sends, so that strangers cannot grow the
+// registry: route is the ServeMux pattern (never the raw path; "" for no
+// route is "unmatched"), an unknown method is OTHER, and a status outside
+// 100..599 is "other".
 func (m *Metrics) ObserveRequest(route, method string, status int, d time.Duration) {
 	if m == nil {
 		return
@@ -109,8 +112,21 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 	if route == "" {
 		route = "unmatched"
 	}
-	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	if !knownMethods[method] {
+		method = "OTHER"
+	}
+	code := "other"
+	if status >= 100 && status <= 599 {
+		code = strconv.Itoa(status)
+	}
+	m.requests.WithLabelValues(route, method, code).Inc()
 	m.requestDuration.WithLabelValues(route, method).Observe(d.Seconds())
+}
+
+// knownMethods are the methods of RFC 9110 and PATCH; any other is OTHER.
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true, http.MethodPatch: true,
+	http.MethodDelete: true, http.MethodConnect: true, http.MethodOptions: true, http.MethodTrace: true,
 }
 
 // ActivationEnded records an activation's end on this process: its final

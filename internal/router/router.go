@@ -4,7 +4,9 @@
 // passes the same layers: the API's request layers (request id, logs,
 // metrics, CORS, limits, CSRF for cookie requests, input checks), then
 // one identity middleware that resolves the caller — API operation,
-// WebSocket or page alike — and puts it in the context (auth.Identity).
+// WebSocket or page alike — and puts it in the context (auth.Identity),
+// then the per-caller rate limit (api.Routes), before any routing: a path
+// no route has pays like any other.
 // What a route requires of that caller stays with the route: the API's
 // rules (api.Register) and the pages' session check (internal/web).
 package router

@@ -122,6 +122,7 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 	if err != nil {
 		return nil, err
 	}
+	st.SetPageBytes(cfg.ListPageBytes)
 	s := &Server{Config: cfg, Log: log, Store: st, Metrics: metrics.New(), opts: opts}
 	if err := st.Exclusive(); err != nil {
 		st.Close()

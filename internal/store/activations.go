@@ -270,7 +270,7 @@ func (s *Store) ActivationList(ctx context.Context, f ActivationFilter) ([]Activ
 		return nil, 0, err
 	}
 	args = append(args, f.Limit, f.Offset)
-	list, err := queryAll(ctx, s.reader(), scanActivation, `SELECT `+activationColumns+` FROM activations WHERE `+cond+
+	list, err := queryPage(ctx, s, scanActivation, `SELECT `+activationColumns+` FROM activations WHERE `+cond+
 		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(len(args)-1)+` OFFSET $`+strconv.Itoa(len(args)), args...)
 	return list, total, err
 }

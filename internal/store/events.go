@@ -122,9 +122,10 @@ func scanEvent(row interface{ Scan(...any) error }, e *EventRow) error {
 }
 
 // EventListAfter returns up to limit of the user's events with seq > after,
-// in seq order.
+// in seq order: fewer once they hold the page budget (queryPage), so that
+// a replay holds one bounded batch at a time.
 func (s *Store) EventListAfter(ctx context.Context, userID string, after int64, limit int) ([]EventRow, error) {
-	return queryAll(ctx, s.reader(), scanEvent, `SELECT `+eventColumns+` FROM events
+	return queryPage(ctx, s, scanEvent, `SELECT `+eventColumns+` FROM events
 		WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, userID, after, limit)
 }
 

@@ -80,7 +80,7 @@ func (s *Store) ExecutionList(ctx context.Context, userID, appID, functionID str
 	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM function_executions WHERE `+cond, userID, appID, functionID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	rows, err := queryAll(ctx, s.reader(), scanExecution, `SELECT `+executionColumns+` FROM function_executions WHERE `+cond+
+	rows, err := queryPage(ctx, s, scanExecution, `SELECT `+executionColumns+` FROM function_executions WHERE `+cond+
 		` ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`, userID, appID, functionID, limit, offset)
 	return rows, total, err
 }

@@ -106,7 +106,7 @@ func (s *Store) PipelineRunList(ctx context.Context, userID, pipelineID string, 
 	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM pipeline_runs WHERE user_id = $1 AND pipeline_id = $2`, userID, pipelineID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	rows, err := queryAll(ctx, s.reader(), scanPipelineRun, `SELECT `+pipelineRunColumns+` FROM pipeline_runs WHERE user_id = $1 AND pipeline_id = $2
+	rows, err := queryPage(ctx, s, scanPipelineRun, `SELECT `+pipelineRunColumns+` FROM pipeline_runs WHERE user_id = $1 AND pipeline_id = $2
 		ORDER BY created_at DESC, id DESC LIMIT $3 OFFSET $4`, userID, pipelineID, limit, offset)
 	return rows, total, err
 }

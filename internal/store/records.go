@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -99,10 +98,6 @@ type RecordQuery struct {
 	MaxBytes int
 }
 
-// recordBytes is about what a record weighs in a page: its data and the
-// rest of its fields.
-func recordBytes(r *Record) int { return len(r.Data) + 256 }
-
 // RecordList returns a page of q's records and how many match in all. The
 // filters and the order run in the database, on the JSON's fields.
 func (s *Store) RecordList(ctx context.Context, q RecordQuery) ([]Record, int, error) {
@@ -125,9 +120,9 @@ func (s *Store) RecordList(ctx context.Context, q RecordQuery) ([]Record, int, e
 	}
 	cond := strings.Join(where, " AND ")
 	condArgs := len(args)
-	budget := q.MaxBytes
-	if budget <= 0 {
-		budget = math.MaxInt
+	budget := s.pageBudget()
+	if q.MaxBytes > 0 {
+		budget = min(budget, q.MaxBytes)
 	}
 	dir := " ASC"
 	if q.Desc {
@@ -146,7 +141,7 @@ func (s *Store) RecordList(ctx context.Context, q RecordQuery) ([]Record, int, e
 		if err != nil {
 			return nil, 0, err
 		}
-		rows, err := queryBudget(ctx, s.reader(), scanRecord, recordBytes, budget, `SELECT `+s.recordSelect()+` FROM app_records WHERE `+cond+
+		rows, err := queryPageWithin(ctx, s, budget, scanRecord, `SELECT `+s.recordSelect()+` FROM app_records WHERE `+cond+
 			` ORDER BY created_at`+dir+`, id`+dir+` LIMIT `+arg(q.Limit)+` OFFSET `+arg(q.Offset), args...)
 		return rows, total, err
 	}
@@ -157,9 +152,9 @@ func (s *Store) RecordList(ctx context.Context, q RecordQuery) ([]Record, int, e
 	// sort after the others either way.
 	key := s.field(arg(s.jsonPath(q.SortField)), q.SortCompare)
 	var total int
-	rows, err := queryBudget(ctx, s.reader(), func(row interface{ Scan(...any) error }, r *Record) error {
+	rows, err := queryPageWithin(ctx, s, budget, func(row interface{ Scan(...any) error }, r *Record) error {
 		return scanRecord(countedRow{row, &total}, r)
-	}, recordBytes, budget, `WITH m AS MATERIALIZED (SELECT id, `+key+` AS k FROM app_records WHERE `+cond+`), `+
+	}, `WITH m AS MATERIALIZED (SELECT id, `+key+` AS k FROM app_records WHERE `+cond+`), `+
 		`p AS (SELECT id, k FROM m ORDER BY k`+dir+` NULLS LAST, id`+dir+` LIMIT `+arg(q.Limit)+` OFFSET `+arg(q.Offset)+`) `+
 		`SELECT (SELECT COUNT(*) FROM m), `+s.recordSelectOf("a")+` FROM p JOIN app_records a ON a.id = p.id `+
 		`ORDER BY p.k`+dir+` NULLS LAST, p.id`+dir, args...)

@@ -75,6 +75,8 @@ type Store struct {
 	display string   // the database for logs, without credentials
 	// migrated remembers a successful Migrated check (shared by tx copies).
 	migrated *atomic.Bool
+	// pageBytes is the byte budget of a list page (SetPageBytes).
+	pageBytes int
 }
 
 // Open connects to dsn: "postgres://…" / "postgresql://…" or "sqlite:PATH"

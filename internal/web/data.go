@@ -407,7 +407,9 @@ func (d *dataData) records(appID string, q explorerQuery, page *appdata.Page) {
 		d.FirstURL = q.with(func(q *explorerQuery) { q.Offset = 0 }).url(appID)
 	}
 	if page.HasMore {
-		d.NextURL = q.with(func(q *explorerQuery) { q.Offset += q.Limit }).url(appID)
+		// A page of large records may hold fewer than the limit
+		// (AP_LIST_PAGE_BYTES): the next starts after what this one shows.
+		d.NextURL = q.with(func(q *explorerQuery) { q.Offset += len(page.Items) }).url(appID)
 	}
 	for _, rec := range page.Items {
 		var data map[string]json.RawMessage
