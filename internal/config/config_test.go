@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/quota"
 )
 
 // envOf is a getenv over a map: the tests never read the process environment.
@@ -396,4 +398,23 @@ func TestLoadSecretKeysConcurrentFirstStart(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, entries, 1, "only secret.key is left in the data dir")
 	}
+}
+
+// TestQuotas: AP_QUOTA_* default to DESIGN's values, are read, and a
+// non-integer or a value below 1 is named.
+func TestQuotas(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(envOf(nil))
+	require.NoError(t, err)
+	require.Equal(t, quota.Defaults(), c.Quotas)
+	require.Equal(t, int64(100<<20), c.Quotas.StorageBytes)
+	c, err = FromEnv(envOf(map[string]string{"AP_QUOTA_STORAGE_KEYS": "7", "AP_QUOTA_RECORD_BYTES": "5000000000"}))
+	require.NoError(t, err)
+	require.Equal(t, int64(7), c.Quotas.StorageKeys)
+	require.Equal(t, int64(5_000_000_000), c.Quotas.RecordBytes)
+	_, err = FromEnv(envOf(map[string]string{"AP_QUOTA_MODELS": "many"}))
+	require.ErrorContains(t, err, `AP_QUOTA_MODELS: not an integer: "many"`)
+	c, err = FromEnv(envOf(map[string]string{"AP_QUOTA_PIPELINE_STEPS": "0"}))
+	require.NoError(t, err)
+	require.ErrorContains(t, c.Validate(), "AP_QUOTA_PIPELINE_STEPS must be at least 1")
 }

@@ -159,13 +159,16 @@ func (s *Store) RecordDelete(ctx context.Context, userID, modelID, id string) er
 }
 
 // AppModelCreate inserts m; max, when above 0, is how many models the app
-// may hold. The count is read in the insert's transaction: exact on SQLite,
-// passed by at most the concurrent creators on PostgreSQL.
+// may hold. The app's row is locked first (a no-op update), so concurrent
+// creators count one after the other.
 func (s *Store) AppModelCreate(ctx context.Context, m *AppModel, max int64) error {
 	return s.InTx(ctx, func(tx *Store) error {
 		w := tx.writer()
 		if max > 0 {
 			var n int64
+			if err := expectOne(w.ExecContext(ctx, `UPDATE apps SET storage_keys = storage_keys WHERE id = $1`, m.AppID)); err != nil {
+				return err
+			}
 			if err := w.QueryRowContext(ctx, `SELECT COUNT(*) FROM app_models WHERE app_id = $1`, m.AppID).Scan(&n); err != nil {
 				return err
 			}
