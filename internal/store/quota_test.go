@@ -58,7 +58,7 @@ func TestQuotaCountersUnderConcurrency(t *testing.T) {
 		})
 		require.Equal(t, 5, ok)
 		require.Equal(t, map[string]int{store.QuotaStorageKeys: 15}, refused)
-		kept, err := s.StorageList(ctx, u.ID, app.ID, "", 100)
+		kept, err := s.StorageList(ctx, u.ID, app.ID, "", "", 100, 1<<20)
 		require.NoError(t, err)
 		require.Len(t, kept, 5)
 		require.NoError(t, s.StorageDelete(ctx, u.ID, app.ID, kept[0].Key))
