@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/appdata"
@@ -24,11 +23,7 @@ func TestRecordsAndPagesAreBounded(t *testing.T) {
 		ctx := context.Background()
 		st := testdb.Open(t, d)
 		svc := appdata.New(st)
-		now := store.Now()
-		user := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", PasswordHash: "x", IsActive: true, CreatedAt: now, UpdatedAt: now}
-		require.NoError(t, st.UserCreate(ctx, user, false))
-		app := &store.App{ID: uuid.NewString(), UserID: user.ID, Name: "L", Slug: "l", Version: "1.0.0", Status: "active", CreatedAt: now, UpdatedAt: now}
-		require.NoError(t, st.AppCreate(ctx, app))
+		user, app := testdb.UserApp(t, st)
 		fields, _ := json.Marshal(map[string]any{"slug": "ticket", "fields": ticketFields})
 		_, err := svc.CreateModel(ctx, app.ID, fields)
 		require.NoError(t, err)

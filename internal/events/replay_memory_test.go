@@ -59,7 +59,11 @@ func TestReplayToAClientThatNeverReads(t *testing.T) {
 			for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(25 * time.Millisecond) {
 				peak = max(peak, heap()-base)
 			}
-			require.Less(t, peak, int64(6<<20), "the replay held %d MB", peak>>20)
+			// One batch and the event being written take a few MB; the
+			// history is 20 MB, and all of it was held before batches
+			// were bounded (21-22 MB). The margin is for the garbage and
+			// the goroutines of the tests before this one.
+			require.Less(t, peak, int64(10<<20), "the replay held %d MB", peak>>20)
 		})
 	}
 }

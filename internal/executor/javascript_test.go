@@ -35,12 +35,7 @@ func TestStorageListAnswersBoundedPages(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		st := testdb.Open(t, d)
-		ctx := context.Background()
-		now := store.Now()
-		u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", PasswordHash: "x", IsActive: true, CreatedAt: now, UpdatedAt: now}
-		require.NoError(t, st.UserCreate(ctx, u, false))
-		app := &store.App{ID: uuid.NewString(), UserID: u.ID, Name: "S", Slug: "s", Version: "1.0.0", Status: "active", CreatedAt: now, UpdatedAt: now}
-		require.NoError(t, st.AppCreate(ctx, app))
+		u, app := testdb.UserApp(t, st)
 		j := &executor.JavaScript{Store: st, PageBytes: 10 << 10, Quotas: quota.Defaults()}
 
 		out := jsRun(t, j, u.ID, app.ID, `async function run(input, ctx) {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -20,10 +19,7 @@ func storageFixture(t *testing.T, s *store.Store, n, size int) (userID, appID st
 	t.Helper()
 	ctx := context.Background()
 	now := store.Now()
-	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", PasswordHash: "x", IsActive: true, CreatedAt: now, UpdatedAt: now}
-	require.NoError(t, s.UserCreate(ctx, u, false))
-	app := &store.App{ID: uuid.NewString(), UserID: u.ID, Name: "S", Slug: "s", Version: "1.0.0", Status: "active", CreatedAt: now, UpdatedAt: now}
-	require.NoError(t, s.AppCreate(ctx, app))
+	u, app := testdb.UserApp(t, s)
 	v, _ := json.Marshal(strings.Repeat("v", size-2))
 	for i := range n {
 		require.NoError(t, s.StorageSet(ctx, u.ID, app.ID, fmt.Sprintf("k%02d", i), v, now, store.StorageLimits{Keys: 1 << 40, Bytes: 1 << 40}))

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -133,4 +135,20 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// UserApp creates a user and an app of theirs in s, for the tests below
+// the API that need an owner for what they store.
+func UserApp(t testing.TB, s *store.Store) (*store.User, *store.App) {
+	t.Helper()
+	ctx, now := context.Background(), store.Now()
+	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@example.com", PasswordHash: "x", IsActive: true, CreatedAt: now, UpdatedAt: now}
+	if err := s.UserCreate(ctx, u, false); err != nil {
+		t.Fatal(err)
+	}
+	app := &store.App{ID: uuid.NewString(), UserID: u.ID, Name: "A", Slug: "a", Version: "1.0.0", Status: "active", CreatedAt: now, UpdatedAt: now}
+	if err := s.AppCreate(ctx, app); err != nil {
+		t.Fatal(err)
+	}
+	return u, app
 }
