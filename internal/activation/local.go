@@ -51,7 +51,7 @@ const deferFor = 45 * time.Second
 func (s *Service) startLocal() {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := max(1, s.opts.Concurrency)
-	s.local.Store(&local{claims: make(chan struct{}, n), slots: fairshare.New(n, 0), ctx: ctx, stop: cancel})
+	s.local.Store(&local{claims: make(chan struct{}, n), slots: fairshare.Shared(n), ctx: ctx, stop: cancel})
 }
 
 // stopLocal lets local runs finish until ctx ends, then stops them (they

@@ -80,8 +80,9 @@ type Config struct {
 	// JSConcurrency is AP_JS_CONCURRENCY: the JavaScript runs one process
 	// executes at once (more wait for a slot, shared fairly between
 	// users), so that their memory ceilings add up to a known bound
-	// (JSConcurrency × JSMemoryMB) and the API keeps its share of the
-	// cores. Default DefaultJSConcurrency().
+	// (JSConcurrency, and the quarter more its pool lends, × JSMemoryMB)
+	// and the API keeps its share of the cores. Default
+	// DefaultJSConcurrency().
 	JSConcurrency int
 	// ListPageBytes bounds the items of one list page and of one batch of
 	// a WebSocket replay, in bytes as stored (AP_LIST_PAGE_BYTES): a page

@@ -32,7 +32,7 @@ func TestJavaScriptRunsAtMostSlotsAtOnce(t *testing.T) {
 		calls.Add(1)
 	}))
 	js := executor.NewJavaScript(nil, egress.New(egresstest.AllowPrefixes()), nil, 16)
-	js.Slots = fairshare.New(2, 0)
+	js.Slots = fairshare.Shared(2)
 	code := fmt.Sprintf(`async function run(input, ctx) { await ctx.http.fetch(%q); return "ok"; }`, srv.URL)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
@@ -59,7 +59,7 @@ func TestJavaScriptRunsAtMostSlotsAtOnce(t *testing.T) {
 func TestJavaScriptSlotWaitEndsWithTheContext(t *testing.T) {
 	t.Parallel()
 	js := executor.NewJavaScript(nil, egress.New(egresstest.AllowPrefixes()), nil, 16)
-	js.Slots = fairshare.New(1, 0)
+	js.Slots = fairshare.Shared(1)
 	require.NoError(t, js.Slots.Acquire(context.Background(), "other"))
 	defer js.Slots.Release("other")
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

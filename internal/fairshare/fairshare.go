@@ -2,19 +2,23 @@
 // JavaScript slots, pipeline and webhook workers) between owners (users)
 // so that one owner cannot keep the others out.
 //
-// Two rules make it fair. A slot that frees goes to the waiting owner that
-// holds the fewest slots (ties: the one waiting longest), not to whoever
-// asked first; so an owner with a thousand runs queued and an owner with
-// one take turns. And one owner holds at most perOwner slots, by default
-// all but a quarter (at least one) of them: the rest is kept for the
-// others. The second rule is what the first cannot do alone: the work in a
-// slot cannot be paused (a QuickJS run cannot be suspended and resumed; an
-// LLM call or a delivery in flight cannot be set aside), so an owner alone
-// who filled every slot with runs that last an hour would keep a newcomer
-// waiting an hour, however fair the next grant. With the reserve, the
-// newcomer starts at once, and the owner alone still has three quarters
-// of the slots, which for the JavaScript slots (2 × CPUs) is more than
-// every core.
+// A slot that frees goes to the waiting owner that holds the fewest slots
+// (ties: the one waiting longest), not to whoever asked first; so an owner
+// with a thousand runs queued and an owner with one take turns.
+//
+// That rule alone cannot help a newcomer when one owner, alone until then,
+// fills every slot with runs that last an hour: nothing frees. The work in
+// a slot cannot be paused (a QuickJS run cannot be suspended and resumed;
+// an LLM call or a delivery in flight cannot be set aside). So a Shared
+// pool lends: an owner alone may take every slot, and while it holds more
+// than its share (size divided by the owners holding or waiting), an owner
+// below its share may go past size by up to Overdraft(size) slots. The
+// newcomer starts at once, the owner over its share waits until it is back
+// under it, and the pool never holds more than size + Overdraft(size): a
+// bound the memory of what runs in the slots can be sized by.
+//
+// A pool made with New instead holds each owner to a fixed number of
+// slots and never lends (webhook deliveries: per user, per destination).
 //
 // An uncontended Acquire or Release takes a mutex and moves a counter: no
 // allocation, no channel. Waiting allocates one waiter.
@@ -27,12 +31,13 @@ import (
 
 // Pool is a set of size slots shared between owners.
 type Pool struct {
-	size, perOwner int
+	size, perOwner, overdraft int
 
 	mu      sync.Mutex
 	total   int
 	held    map[string]int
-	waiters []*waiter // in arrival order
+	waiting map[string]int // waiters per owner
+	waiters []*waiter      // in arrival order
 }
 
 type waiter struct {
@@ -41,27 +46,35 @@ type waiter struct {
 	granted bool
 }
 
-// DefaultPerOwner is the share one owner may hold of size slots: all of
-// one or two slots' pools but one, else all but a quarter.
-func DefaultPerOwner(size int) int {
-	if size <= 1 {
-		return size
-	}
-	return size - max(1, size/4)
-}
+// Overdraft is how many slots a Shared pool of size lends past size to
+// owners below their share: a quarter, at least one.
+func Overdraft(size int) int { return max(1, size/4) }
 
 // New returns a pool of size slots (at least 1) of which one owner holds
-// at most perOwner; perOwner ≤ 0 means DefaultPerOwner(size).
+// at most perOwner (≤ 0: all of them), and that never lends.
 func New(size, perOwner int) *Pool {
 	size = max(1, size)
 	if perOwner <= 0 {
-		perOwner = DefaultPerOwner(size)
+		perOwner = size
 	}
-	return &Pool{size: size, perOwner: min(perOwner, size), held: map[string]int{}}
+	return &Pool{size: size, perOwner: min(perOwner, size), held: map[string]int{}, waiting: map[string]int{}}
+}
+
+// Shared returns a pool of size slots that an owner alone may fill, and
+// that lends up to Overdraft(size) more to owners below their share while
+// another holds more than its own.
+func Shared(size int) *Pool {
+	p := New(size, 0)
+	p.overdraft = Overdraft(p.size)
+	return p
 }
 
 // Size is the number of slots.
 func (p *Pool) Size() int { return p.size }
+
+// Capacity is the most slots the pool ever holds at once: its size and
+// what it lends.
+func (p *Pool) Capacity() int { return p.size + p.overdraft }
 
 // PerOwner is the most slots one owner holds at once.
 func (p *Pool) PerOwner() int { return p.perOwner }
@@ -84,6 +97,10 @@ func (p *Pool) Acquire(ctx context.Context, owner string) error {
 	}
 	w := &waiter{owner: owner, ready: make(chan struct{})}
 	p.waiters = append(p.waiters, w)
+	p.waiting[owner]++
+	// One more owner waiting lowers the others' shares, which may let
+	// this one borrow at once.
+	p.dispatch()
 	p.mu.Unlock()
 	select {
 	case <-w.ready:
@@ -103,6 +120,8 @@ func (p *Pool) Acquire(ctx context.Context, owner string) error {
 			break
 		}
 	}
+	p.unwait(owner)
+	p.dispatch() // one owner fewer: the others' shares grow
 	p.mu.Unlock()
 	return ctx.Err()
 }
@@ -120,13 +139,15 @@ func (p *Pool) TryAcquire(owner string) bool {
 	return true
 }
 
-// Full reports whether owner holds its whole share, so that an Acquire
-// would wait for one of its own slots: a River job then snoozes and
-// leaves the worker that fetched it to the others.
+// Full reports whether owner can take no slot now and holds its share
+// already, so that an Acquire would wait for one of its own slots: a
+// River job then snoozes and leaves the worker that fetched it to the
+// others.
 func (p *Pool) Full(owner string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.held[owner] >= p.perOwner
+	h := p.held[owner]
+	return h >= p.perOwner || (!p.canTake(owner) && h >= p.share(owner))
 }
 
 // Release frees a slot of owner and grants it to the waiter it is due to.
@@ -146,8 +167,43 @@ func (p *Pool) Release(owner string) {
 	p.dispatch()
 }
 
+// canTake: a free slot, or one lent to an owner below its share while
+// another holds more than its own.
 func (p *Pool) canTake(owner string) bool {
-	return p.total < p.size && p.held[owner] < p.perOwner
+	h := p.held[owner]
+	switch {
+	case h >= p.perOwner:
+		return false
+	case p.total < p.size:
+		return true
+	case p.total >= p.size+p.overdraft:
+		return false
+	}
+	share := p.share(owner)
+	if h >= share {
+		return false
+	}
+	for _, n := range p.held {
+		if n > share {
+			return true
+		}
+	}
+	return false
+}
+
+// share is owner's fair part of the slots: the size divided by the owners
+// holding or waiting for slots, owner counted, rounded up.
+func (p *Pool) share(owner string) int {
+	active := len(p.held)
+	for o := range p.waiting {
+		if _, holds := p.held[o]; !holds {
+			active++
+		}
+	}
+	if _, holds := p.held[owner]; !holds && p.waiting[owner] == 0 {
+		active++
+	}
+	return (p.size + active - 1) / active
 }
 
 func (p *Pool) take(owner string) {
@@ -155,14 +211,19 @@ func (p *Pool) take(owner string) {
 	p.total++
 }
 
-// dispatch grants the free slots to the eligible waiters holding the
+func (p *Pool) unwait(owner string) {
+	if p.waiting[owner]--; p.waiting[owner] <= 0 {
+		delete(p.waiting, owner)
+	}
+}
+
+// dispatch grants what can be granted to the eligible waiters holding the
 // fewest slots, the longest waiting first among equals.
 func (p *Pool) dispatch() {
-	for p.total < p.size {
+	for len(p.waiters) > 0 {
 		best := -1
 		for i, w := range p.waiters {
-			n := p.held[w.owner]
-			if n < p.perOwner && (best < 0 || n < p.held[p.waiters[best].owner]) {
+			if (best < 0 || p.held[w.owner] < p.held[p.waiters[best].owner]) && p.canTake(w.owner) {
 				best = i
 			}
 		}
@@ -171,6 +232,7 @@ func (p *Pool) dispatch() {
 		}
 		w := p.waiters[best]
 		p.waiters = append(p.waiters[:best], p.waiters[best+1:]...)
+		p.unwait(w.owner)
 		p.take(w.owner)
 		w.granted = true
 		close(w.ready)

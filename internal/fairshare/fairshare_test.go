@@ -50,42 +50,91 @@ func notGranted(t *testing.T, ch <-chan error) {
 	}
 }
 
-func TestDefaultPerOwner(t *testing.T) {
+func TestOverdraft(t *testing.T) {
 	t.Parallel()
-	for size, want := range map[int]int{1: 1, 2: 1, 3: 2, 4: 3, 8: 6, 10: 8, 16: 12, 100: 75} {
-		require.Equal(t, want, DefaultPerOwner(size), "size %d", size)
-		require.Equal(t, want, New(size, 0).PerOwner())
+	for size, want := range map[int]int{1: 1, 2: 1, 4: 1, 8: 2, 10: 2, 16: 4, 100: 25} {
+		require.Equal(t, want, Overdraft(size), "size %d", size)
+		require.Equal(t, size+want, Shared(size).Capacity())
 	}
+	require.Equal(t, 4, New(4, 0).PerOwner(), "alone, all of it")
 	require.Equal(t, 4, New(4, 9).PerOwner(), "never more than the pool")
+	require.Equal(t, 4, New(4, 2).Capacity(), "New never lends")
 }
 
 // TestAloneTakesItsShare: an owner alone takes slots without waiting up to
-// its share; with perOwner = size, all of them.
+// its cap (New) or all of them (Shared).
 func TestAloneTakesItsShare(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	p := New(4, 4)
-	for range 4 {
+	p := New(4, 2)
+	for range 2 {
 		require.NoError(t, p.Acquire(ctx, "b"))
 	}
 	require.False(t, p.TryAcquire("b"))
 	require.True(t, p.Full("b"))
+	require.True(t, p.TryAcquire("a"))
+	for _, o := range []string{"a", "b", "b"} {
+		p.Release(o)
+	}
+
+	p = Shared(4)
+	for range 4 {
+		require.NoError(t, p.Acquire(ctx, "b"))
+	}
+	require.True(t, p.Full("b"), "alone at every slot: its own share")
+	require.False(t, p.TryAcquire("b"))
 	for range 4 {
 		p.Release("b")
 	}
+	require.Zero(t, p.total)
+	require.Empty(t, p.held)
+}
 
-	p = New(4, 0)
-	for range 3 {
+// TestSharedLendsToANewcomer: b alone fills a Shared pool with runs that
+// do not end; a newcomer starts at once on a lent slot, b's next run
+// waits, the pool never holds more than its capacity, and the slots b
+// frees go to the newcomer until it holds its share; b's waiting run
+// starts once b is back under its share and a slot is free.
+func TestSharedLendsToANewcomer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := Shared(8) // lends 2
+	held := func() (a, b, total, waiters int) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.held["a"], p.held["b"], p.total, len(p.waiters)
+	}
+	for range 8 {
 		require.True(t, p.TryAcquire("b"))
 	}
+	require.NoError(t, p.Acquire(ctx, "a"), "a newcomer starts at once")
+	require.NoError(t, p.Acquire(ctx, "a"))
+	a3 := acquireAsync(ctx, p, "a")
+	waiting(t, p, 1)
+	b9 := acquireAsync(ctx, p, "b")
+	waiting(t, p, 2)
 	require.True(t, p.Full("b"))
-	require.False(t, p.TryAcquire("b"), "the last slot is kept for others")
-	require.True(t, p.TryAcquire("a"), "a newcomer starts at once")
-	for _, o := range []string{"a", "b", "b", "b"} {
+	require.False(t, p.Full("a"), "a is below its share: its run waits for the next slot")
+	require.False(t, p.TryAcquire("c"), "nothing left to lend")
+	a, b, total, w := held()
+	require.Equal(t, []int{2, 8, 10, 2}, []int{a, b, total, w})
+
+	p.Release("b") // a is below its share (4): the slot is lent to a3
+	granted(t, a3)
+	p.Release("b")
+	p.Release("b") // 8 held, b over its share: b9 waits
+	a, b, total, w = held()
+	require.Equal(t, []int{3, 5, 8, 1}, []int{a, b, total, w})
+	p.Release("b") // b back to its share, a slot free under size
+	granted(t, b9)
+	a, b, total, w = held()
+	require.Equal(t, []int{3, 5, 8, 0}, []int{a, b, total, w})
+	for _, o := range []string{"a", "a", "a", "b", "b", "b", "b", "b"} {
 		p.Release(o)
 	}
 	require.Zero(t, p.total)
 	require.Empty(t, p.held)
+	require.Empty(t, p.waiting)
 }
 
 // TestFreedSlotGoesToTheOwnerHoldingFewest: b waits with many requests,
@@ -177,7 +226,8 @@ func TestCancelledWaitHoldsNothing(t *testing.T) {
 
 // TestNoLeakUnderLoad: many owners acquire, hold briefly and release, some
 // with contexts that end; at no moment are more than size slots or more
-// than perOwner of one owner held, and at the end none is.
+// than perOwner of one owner held (New), or more than the capacity
+// (Shared), and at the end none is.
 func TestNoLeakUnderLoad(t *testing.T) {
 	t.Parallel()
 	p := New(3, 2)
@@ -214,12 +264,46 @@ func TestNoLeakUnderLoad(t *testing.T) {
 	require.Zero(t, p.total)
 	require.Empty(t, p.held)
 	require.Empty(t, p.waiters)
+	require.Empty(t, p.waiting)
+}
+
+func TestSharedNoLeakUnderLoad(t *testing.T) {
+	t.Parallel()
+	p := Shared(4)
+	var inUse atomic.Int32
+	var over atomic.Bool
+	var wg sync.WaitGroup
+	for g := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner := fmt.Sprint(g % 4)
+			for i := range 30 {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%3)*time.Millisecond)
+				if p.Acquire(ctx, owner) == nil {
+					if inUse.Add(1) > int32(p.Capacity()) {
+						over.Store(true)
+					}
+					time.Sleep(50 * time.Microsecond) //nolint:forbidigo // holding the slot a moment
+					inUse.Add(-1)
+					p.Release(owner)
+				}
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	require.False(t, over.Load(), "more slots held than the capacity")
+	require.Zero(t, p.total)
+	require.Empty(t, p.held)
+	require.Empty(t, p.waiters)
+	require.Empty(t, p.waiting)
 }
 
 // BenchmarkUncontended is the activation fast path's cost: one owner,
 // slots free.
 func BenchmarkUncontended(b *testing.B) {
-	p := New(100, 0)
+	p := Shared(100)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -232,7 +316,7 @@ func BenchmarkUncontended(b *testing.B) {
 
 // BenchmarkParallel is many goroutines of a few owners sharing the pool.
 func BenchmarkParallel(b *testing.B) {
-	p := New(8, 0)
+	p := Shared(8)
 	owners := []string{"a", "b", "c", "d"}
 	var n atomic.Int32
 	b.ReportAllocs()

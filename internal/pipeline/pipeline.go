@@ -107,8 +107,8 @@ const workers = 10
 // queue starts.
 func New(st *store.Store, a *auth.Service, ap Apps, acts Activations, fns Functions, bus EventBus, q *queue.Queue, log *slog.Logger) *Service {
 	s := &Service{store: st, auth: a, apps: ap, acts: acts, functions: fns, events: bus, queue: q, log: log, now: store.Now,
-		Quotas: quota.Defaults(), slots: fairshare.New(workers, 0)}
-	q.AddQueue(Queue, workers)
+		Quotas: quota.Defaults(), slots: fairshare.Shared(workers)}
+	q.AddQueue(Queue, workers+fairshare.Overdraft(workers)) // the slots lend a few: workers to fetch their jobs
 	queue.AddWorker(q, &stepWorker{svc: s})
 	return s
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -103,7 +104,11 @@ func (q *Queue) Start(ctx context.Context) error {
 	}
 	if q.opts.RunWorkers {
 		cfg.Queues = map[string]river.QueueConfig{
-			Activations:        {MaxWorkers: max(1, q.opts.Workers)},
+			// The activation slots are a fairshare.Shared pool of
+			// Workers, which lends a few more to a user below their
+			// share: as many River workers, so that a lent slot's job
+			// can be fetched while another user's fill the rest.
+			Activations:        {MaxWorkers: max(1, q.opts.Workers) + fairshare.Overdraft(q.opts.Workers)},
 			river.QueueDefault: {MaxWorkers: housekeepingWorkers},
 		}
 		for name, n := range q.queues {

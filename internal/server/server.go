@@ -193,7 +193,7 @@ func (s *Server) build(ctx context.Context) error {
 	llmExec := executor.NewLLM(s.resolveLLM, s.Store, s.Log)
 	js := executor.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
 	js.Quotas = s.Config.Quotas
-	js.Slots = fairshare.New(s.Config.JSConcurrency, 0)
+	js.Slots = fairshare.Shared(s.Config.JSConcurrency)
 	js.Data = appdata.Scripts{Service: s.Data}
 	js.Credentials = credential.Scripts{Service: s.Credentials}
 	s.Executors = &executor.Set{LLM: llmExec,
