@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
-	"github.com/agentplatform/agentplatform/internal/quota"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -85,15 +84,8 @@ func (s *Service) CreateAPIKey(ctx context.Context, c *Caller, r KeyRequest) (*N
 		t := k.ExpiresAt.UTC().Truncate(time.Microsecond)
 		k.ExpiresAt = &t
 	}
-	// Counted before the insert, not in its transaction: concurrent
-	// creations may pass the quota by a few, which is all it needs.
-	if _, n, err := s.store.APIKeyListByUser(ctx, c.UserID, 1, 0); err != nil {
-		return nil, err
-	} else if err := s.opts.Quotas.Check(quota.APIKeys, n+1, ""); err != nil {
-		return nil, err
-	}
-	if err := s.store.APIKeyCreate(ctx, &k.APIKey); err != nil {
-		return nil, err
+	if err := s.store.APIKeyCreateWithin(ctx, &k.APIKey, s.opts.Quotas.APIKeys); err != nil {
+		return nil, s.opts.Quotas.FromStore(err)
 	}
 	return k, nil
 }

@@ -112,7 +112,7 @@ func (l Limits) FromStore(err error) error {
 
 // ofStore names the quotas the store counts.
 var ofStore = map[string]Quota{store.QuotaStorageKeys: StorageKeys, store.QuotaStorageBytes: StorageBytes,
-	store.QuotaRecords: Records, store.QuotaRecordBytes: RecordBytes, store.QuotaModels: Models}
+	store.QuotaRecords: Records, store.QuotaRecordBytes: RecordBytes, store.QuotaModels: Models, store.QuotaAPIKeys: APIKeys}
 
 // Storage is what the store needs for ctx.storage writes.
 func (l Limits) Storage() store.StorageLimits {

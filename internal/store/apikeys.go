@@ -39,6 +39,13 @@ func scanAPIKey(row interface{ Scan(...any) error }, k *APIKey, extra ...any) er
 
 // APIKeyCreate inserts k and sets its ID.
 func (s *Store) APIKeyCreate(ctx context.Context, k *APIKey) error {
+	return s.APIKeyCreateWithin(ctx, k, 0)
+}
+
+// APIKeyCreateWithin inserts k unless its user holds max keys already
+// (QuotaError; max 0: no limit). The user's row is locked first (a no-op
+// update), so concurrent creations count one after the other.
+func (s *Store) APIKeyCreateWithin(ctx context.Context, k *APIKey, max int64) error {
 	scopes, err := json.Marshal(k.Scopes)
 	if err != nil {
 		return err
@@ -47,11 +54,26 @@ func (s *Store) APIKeyCreate(ctx context.Context, k *APIKey) error {
 	if k.AppID != "" {
 		appID = k.AppID
 	}
-	err = s.writer().QueryRowContext(ctx, `
+	return s.InTx(ctx, func(tx *Store) error {
+		w := tx.writer()
+		if max > 0 {
+			if err := expectOne(w.ExecContext(ctx, `UPDATE users SET is_active = is_active WHERE id = $1`, k.UserID)); err != nil {
+				return err
+			}
+			var n int64
+			if err := w.QueryRowContext(ctx, `SELECT COUNT(*) FROM api_keys WHERE user_id = $1`, k.UserID).Scan(&n); err != nil {
+				return err
+			}
+			if n >= max {
+				return &QuotaError{QuotaAPIKeys}
+			}
+		}
+		err := w.QueryRowContext(ctx, `
 		INSERT INTO api_keys (user_id, name, key_hash, key_prefix, scopes, app_id, expires_at, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
-		k.UserID, k.Name, k.KeyHash, k.KeyPrefix, string(scopes), appID, s.tsPtr(k.ExpiresAt), s.ts(k.CreatedAt)).Scan(&k.ID)
-	return mapErr(err)
+			k.UserID, k.Name, k.KeyHash, k.KeyPrefix, string(scopes), appID, s.tsPtr(k.ExpiresAt), s.ts(k.CreatedAt)).Scan(&k.ID)
+		return mapErr(err)
+	})
 }
 
 // APIKeyGetByHash returns the key with that hash and its user, in one read

@@ -20,6 +20,7 @@ const (
 	QuotaRecords      = "records"
 	QuotaRecordBytes  = "record_bytes"
 	QuotaModels       = "models"
+	QuotaAPIKeys      = "api_keys"
 )
 
 // StorageLimits bound an app's ctx.storage.

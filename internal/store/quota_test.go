@@ -17,8 +17,8 @@ import (
 )
 
 // TestQuotaCountersUnderConcurrency: writers racing past a quota stop at
-// it exactly (storage keys and bytes, records, models), and deletes give
-// back what they held.
+// it exactly (storage keys and bytes, records, models, API keys), and
+// deletes give back what they held.
 func TestQuotaCountersUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
@@ -91,5 +91,12 @@ func TestQuotaCountersUnderConcurrency(t *testing.T) {
 		n, err := s.RecordCount(ctx, u.ID, models[0].ID)
 		require.NoError(t, err)
 		require.Equal(t, 4, n)
+
+		ok, refused = race(10, func(i int) error {
+			return s.APIKeyCreateWithin(ctx, &store.APIKey{UserID: u.ID, Name: fmt.Sprint("k", i), KeyHash: []byte(fmt.Sprint("hash-", i)),
+				KeyPrefix: "ak_", Scopes: []string{"read:all"}, CreatedAt: store.Now()}, 3)
+		})
+		require.Equal(t, 3, ok)
+		require.Equal(t, map[string]int{store.QuotaAPIKeys: 7}, refused)
 	})
 }
