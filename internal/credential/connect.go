@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/localpath"
 	"github.com/agentplatform/agentplatform/internal/oauth"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -77,18 +78,14 @@ func (s *Service) returnTo(raw string) (string, error) {
 	if raw == "" {
 		return "/", nil
 	}
-	bad := apperr.Invalid("return_to", "Invalid value for field return_to: must be a path on this platform or a URL on "+s.origin())
+	if localpath.Is(raw) {
+		return raw, nil
+	}
 	u, err := url.Parse(raw)
-	if err != nil || strings.ContainsAny(raw, "\\\r\n\t") {
-		return "", bad
-	}
-	if u.Scheme == "" && u.Host == "" && u.User == nil && strings.HasPrefix(raw, "/") && !strings.HasPrefix(raw, "//") {
+	if err == nil && !strings.ContainsAny(raw, "\\\r\n\t") && u.User == nil && u.Scheme+"://"+u.Host == s.origin() {
 		return raw, nil
 	}
-	if u.Scheme+"://"+u.Host == s.origin() && u.User == nil {
-		return raw, nil
-	}
-	return "", bad
+	return "", apperr.Invalid("return_to", "Invalid value for field return_to: must be a path on this platform or a URL on "+s.origin())
 }
 
 func (s *Service) origin() string {
