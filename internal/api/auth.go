@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/localpath"
 )
 
 // formInput is a register or login call: a form-encoded body (the contract)
@@ -70,6 +71,10 @@ func (a *API) formRoute(op huma.Operation, rule auth.Rule, h func(context.Contex
 		"password": {Type: "string", MinLength: ptr(auth.MinPasswordLen)},
 	}
 	required := []string{"email", "password"}
+	if op.OperationID == "login" {
+		fields["next"] = &huma.Schema{Type: "string", Description: "For browsers: the path on this platform the 303 leads to " +
+			"after the login (a path only, such as `/apps/…`; anything else leads to `/`). A JSON answer ignores it."}
+	}
 	if op.OperationID == "register" {
 		fields["confirm_password"] = &huma.Schema{Type: "string"}
 		fields["first_name"] = &huma.Schema{Type: "string", MaxLength: ptr(100)}
@@ -121,7 +126,11 @@ func (a *API) login(ctx context.Context, in *formInput) (*authOutput, error) {
 	if !ok {
 		return nil, apperr.New(apperr.RateLimit, DetailRateLimited)
 	}
-	sess, err := a.checkLogin(ctx, in)
+	f, err := in.fields()
+	var sess *auth.NewSession
+	if err == nil {
+		sess, err = a.Auth.Login(ctx, f.Get("email"), f.Get("password"))
+	}
 	if err != nil {
 		if !apperr.Is(err, apperr.Authentication) {
 			release()
@@ -134,7 +143,9 @@ func (a *API) login(ctx context.Context, in *formInput) (*authOutput, error) {
 		return &authOutput{Status: http.StatusOK, SetCookie: cookie,
 			Body: LoginResult{AccessToken: sess.Token, TokenType: "bearer", ExpiresAt: sess.ExpiresAt}}, nil
 	}
-	out := redirect("/")
+	// A browser goes on to the page that sent it to log in, if that is a
+	// page of this site: anything else would be an open redirect.
+	out := redirect(localpath.Or(f.Get("next"), "/"))
 	out.SetCookie = cookie
 	return out, nil
 }
@@ -162,14 +173,6 @@ func (a *API) logout(ctx context.Context, in *logoutInput) (*authOutput, error) 
 	out := redirect("/login")
 	out.SetCookie = cleared
 	return out, nil
-}
-
-func (a *API) checkLogin(ctx context.Context, in *formInput) (*auth.NewSession, error) {
-	f, err := in.fields()
-	if err != nil {
-		return nil, err
-	}
-	return a.Auth.Login(ctx, f.Get("email"), f.Get("password"))
 }
 
 // sessionCookie is the Set-Cookie value for a session token; an empty token

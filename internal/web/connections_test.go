@@ -209,7 +209,7 @@ func TestConnectionsPage(t *testing.T) {
 			require.NotContains(t, r.Body, "helpdesk")
 			r = call(t, env, "GET", path, "", "")
 			require.Equal(t, http.StatusSeeOther, r.StatusCode)
-			require.Equal(t, "/login", r.Header.Get("Location"))
+			require.Equal(t, loginFor(path), r.Header.Get("Location"))
 		}
 
 		require.Equal(t, page+"?connected=helpdesk", connectOverHTTP(t, env, ann, appID, "ann"))

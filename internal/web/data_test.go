@@ -225,7 +225,7 @@ func TestDataPages(t *testing.T) {
 			require.NotContains(t, r.Body, "Support Desk")
 			r = call(t, env, "GET", path, "", "")
 			require.Equal(t, http.StatusSeeOther, r.StatusCode)
-			require.Equal(t, "/login", r.Header.Get("Location"))
+			require.Equal(t, loginFor(path), r.Header.Get("Location"))
 		}
 		r := call(t, env, "GET", "/apps/not-an-id/data", "", "", cookie(ann)...)
 		expectPage(t, r, http.StatusNotFound)

@@ -69,7 +69,7 @@ func TestLivePagesWithoutSession(t *testing.T) {
 		for _, h := range [][]string{nil, {"Authorization", "Bearer " + session}, cookie("st_forged")} {
 			r := call(t, env, "GET", path, "", "", h...)
 			require.Equal(t, http.StatusSeeOther, r.StatusCode, "%s %v", path, h)
-			require.Equal(t, "/login", r.Header.Get("Location"), "%s %v", path, h)
+			require.Equal(t, loginFor(path), r.Header.Get("Location"), "%s %v", path, h)
 		}
 	}
 }

@@ -56,8 +56,12 @@ func (p *Pages) fail(w http.ResponseWriter, r *http.Request, c *auth.Caller, err
 type errorPage struct{ Heading, Message string }
 
 func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
-	p.render(w, r, http.StatusOK, "login.html", view{Title: "Log in",
-		Data: struct{ Registered bool }{r.URL.Query().Has("registered")}})
+	p.render(w, r, http.StatusOK, "login.html", view{Title: "Log in", Data: struct {
+		Registered bool
+		// Next is where the login leads: the form posts it, and the
+		// page's script goes there after a JSON login.
+		Next string
+	}{r.URL.Query().Has("registered"), next(r)}})
 }
 
 func (p *Pages) register(w http.ResponseWriter, r *http.Request) {

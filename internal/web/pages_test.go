@@ -53,6 +53,15 @@ func call(t testing.TB, env *webtest.Env, method, path, contentType, body string
 
 func cookie(token string) []string { return []string{"Cookie", "ap_session=" + token} }
 
+// loginFor is where a private page sends a browser without a session: the
+// login page, which returns to the page after the login.
+func loginFor(path string) string {
+	if path == "/" {
+		return "/login"
+	}
+	return "/login?" + url.Values{"next": {path}}.Encode()
+}
+
 // signup registers email and logs in through the API; the session token.
 func signup(t testing.TB, env *webtest.Env, email string) string {
 	t.Helper()
@@ -122,7 +131,7 @@ func expectPage(t *testing.T, r answer, status int) {
 }
 
 // TestPagesWithoutSessionRedirect: every private page sends a browser
-// without a session to /login — an API key or a Bearer session token is
+// without a session to /login, with the page to return to — an API key or a Bearer session token is
 // not a page's credential.
 func TestPagesWithoutSessionRedirect(t *testing.T) {
 	t.Parallel()
@@ -133,7 +142,7 @@ func TestPagesWithoutSessionRedirect(t *testing.T) {
 		for _, h := range [][]string{nil, {"Authorization", "Bearer " + session}, cookie("st_forged"), cookie("ak_notasession")} {
 			r := call(t, env, "GET", path, "", "", h...)
 			require.Equal(t, http.StatusSeeOther, r.StatusCode, "%s %v", path, h)
-			require.Equal(t, "/login", r.Header.Get("Location"), "%s %v", path, h)
+			require.Equal(t, loginFor(path), r.Header.Get("Location"), "%s %v", path, h)
 			require.Equal(t, wantCSP, r.Header.Get("Content-Security-Policy"))
 		}
 	}
@@ -143,6 +152,60 @@ func TestPagesWithoutSessionRedirect(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, r.StatusCode)
 		require.Equal(t, "/", r.Header.Get("Location"))
 	}
+}
+
+// TestLoginReturnsToThePage: the login page returns a browser to the page
+// that sent it there, and only ever to a path on this site (an open
+// redirect would make a link here land on someone else's site); the JSON
+// login is the same as ever.
+func TestLoginReturnsToThePage(t *testing.T) {
+	t.Parallel()
+	env := webtest.Start(t, store.SQLite, nil)
+	session := signup(t, env, "ann@example.com")
+	appID, _ := importApp(t, env, session)
+	page := "/apps/" + appID + "/data?model=tickets"
+
+	r := call(t, env, "GET", page, "", "")
+	require.Equal(t, http.StatusSeeOther, r.StatusCode)
+	login := r.Header.Get("Location")
+	require.Equal(t, "/login?next=%2Fapps%2F"+appID+"%2Fdata%3Fmodel%3Dtickets", login)
+	form := call(t, env, "GET", login, "", "")
+	expectPage(t, form, http.StatusOK)
+	require.Contains(t, form.Body, `<input type="hidden" name="next" value="/apps/`+appID+`/data?model=tickets">`)
+	require.Contains(t, form.Body, `data-next="/apps/`+appID+`/data?model=tickets"`)
+
+	logIn := func(next string, header ...string) answer {
+		t.Helper()
+		body := url.Values{"email": {"ann@example.com"}, "password": {"password1"}, "next": {next}}.Encode()
+		return call(t, env, "POST", "/api/v1/auth/login", "application/x-www-form-urlencoded", body, header...)
+	}
+	r = logIn("/apps/" + appID + "/data?model=tickets")
+	require.Equal(t, http.StatusSeeOther, r.StatusCode, r.Body)
+	require.Equal(t, page, r.Header.Get("Location"))
+	require.Contains(t, r.Header.Get("Set-Cookie"), "ap_session=st_")
+
+	for _, bad := range []string{"//evil.example", "/\\evil.example", "https://evil.example/", "javascript:alert(1)",
+		"/%2F%2Fevil.example", "/\t/evil.example", "evil.example", "/x\r\nSet-Cookie: a=b", ""} {
+		r := logIn(bad)
+		require.Equal(t, http.StatusSeeOther, r.StatusCode, "%q: %s", bad, r.Body)
+		require.Equal(t, "/", r.Header.Get("Location"), "%q", bad)
+		form := call(t, env, "GET", "/login?"+url.Values{"next": {bad}}.Encode(), "", "")
+		expectPage(t, form, http.StatusOK)
+		require.Contains(t, form.Body, `data-next="/"`, "%q", bad)
+		require.NotContains(t, form.Body, "evil", "%q", bad)
+		// A signed-in browser sent to the login page goes on at once.
+		r = call(t, env, "GET", "/login?"+url.Values{"next": {bad}}.Encode(), "", "", cookie(session)...)
+		require.Equal(t, "/", r.Header.Get("Location"), "%q", bad)
+	}
+	r = call(t, env, "GET", "/login?next=%2Fkeys", "", "", cookie(session)...)
+	require.Equal(t, http.StatusSeeOther, r.StatusCode)
+	require.Equal(t, "/keys", r.Header.Get("Location"))
+
+	// Programs get the token, never a redirect.
+	r = logIn("/keys", "Accept", "application/json")
+	require.Equal(t, http.StatusOK, r.StatusCode, r.Body)
+	require.Empty(t, r.Header.Get("Location"))
+	require.Contains(t, r.Body, `"access_token":"st_`)
 }
 
 // TestPagesHeadersAndIsolation serves every page with its security headers

@@ -8,8 +8,9 @@
 // A page is a handler in pages.go, a template in templates/ that defines
 // "title" and "content" (layout.html wraps it), and a line in Register.
 // Private pages go through private: without a session cookie they answer
-// 303 to /login, and they see the caller the router's identity middleware
-// resolved. Every answer carries the security headers of secure (CSP
+// 303 to /login?next=<the page>, and they see the caller the router's identity middleware
+// resolved; the login page sends them back after the login (?next=).
+// Every answer carries the security headers of secure (CSP
 // without inline script, no framing).
 package web
 
@@ -22,6 +23,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -32,6 +34,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/authenticator"
 	"github.com/agentplatform/agentplatform/internal/credential"
 	"github.com/agentplatform/agentplatform/internal/function"
+	"github.com/agentplatform/agentplatform/internal/localpath"
 )
 
 //go:embed templates static
@@ -133,21 +136,34 @@ func (p *Pages) private(h func(http.ResponseWriter, *http.Request, *auth.Caller)
 		w.Header().Set("Cache-Control", "no-store")
 		id := auth.IdentityFrom(r.Context())
 		if !id.ByCookie() || id.Caller.Kind != auth.KindSession {
-			http.Redirect(w, r, "/login", http.StatusSeeOther)
+			http.Redirect(w, r, loginURL(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
 		h(w, r, id.Caller)
 	}
 }
 
-// public serves a page anyone may see; a signed-in browser goes to its
-// apps instead.
+// loginURL is the login page for a browser without a session at uri: it
+// returns there after the login (?next=, a path on this site only).
+func loginURL(uri string) string {
+	if uri == "/" || !localpath.Is(uri) {
+		return "/login"
+	}
+	return "/login?" + url.Values{"next": {uri}}.Encode()
+}
+
+// next is where the login page sends the browser on: its ?next= when that
+// is a path on this site (localpath), else the apps page.
+func next(r *http.Request) string { return localpath.Or(r.URL.Query().Get("next"), "/") }
+
+// public serves a page anyone may see; a signed-in browser goes on to its
+// ?next= (the login page's) or its apps instead.
 func (p *Pages) public(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		secure(w)
 		w.Header().Set("Cache-Control", "no-store")
 		if id := auth.IdentityFrom(r.Context()); id.ByCookie() && id.Caller.Kind == auth.KindSession {
-			http.Redirect(w, r, "/", http.StatusSeeOther)
+			http.Redirect(w, r, next(r), http.StatusSeeOther)
 			return
 		}
 		h(w, r)
