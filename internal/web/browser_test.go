@@ -25,10 +25,11 @@ func badManifest(t testing.TB) string {
 }
 
 // TestBrowserFlow is a person's first visit, in a real browser, on both
-// databases: register (an error beside its field first), log in, import
-// the example manifest by paste (a bad one first, its error at the bad
-// path), open the app, create an API key (shown once) and revoke it, log
-// out.
+// databases: register (an error beside its field first), log in, paste
+// a bad manifest (its error at the bad path), import the example app the
+// empty list offers, open the app, create an API key
+// (shown once) and revoke it, log out, and log in again from a private
+// page, which the login returns to.
 func TestBrowserFlow(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
@@ -76,8 +77,8 @@ func TestBrowserFlow(t *testing.T) {
 		require.Equal(t, "agents[0].agent_config.model", b.Text("#manifest-error code.path"))
 		b.Shot("import-error")
 
-		b.SetValue("#manifest", exampleManifest(t))
-		b.Click(`#import-form button[type=submit]`)
+		// The empty list offers the example app: one click imports it.
+		b.Click(`form[data-example-form] button[type=submit]`)
 		b.WaitText(".notice", "Imported Support Desk")
 		list := b.WaitText("[data-list=apps]", "Support Desk")
 		require.Contains(t, list, "support-desk")
@@ -125,8 +126,13 @@ func TestBrowserFlow(t *testing.T) {
 		b.Click(`header form button[type=submit]`)
 		b.WaitPath("/login")
 		b.Open("/keys")
-		require.Equal(t, "/login", b.Path())
+		require.Equal(t, loginFor("/keys"), b.Path())
 		b.Shot("logged-out")
+		// The login returns to the page that sent the browser there.
+		b.Fill("#email", "ann@example.com")
+		b.Fill("#password", "password1")
+		b.Click(`button[type=submit]`)
+		b.WaitPath("/keys")
 	})
 }
 

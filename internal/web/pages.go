@@ -73,6 +73,9 @@ type appsData struct {
 	Total int
 	// Imported is the app just imported (?imported=), for the notice.
 	Imported *store.App
+	// Example is where an empty list's offer of the example app fetches
+	// its manifest.
+	Example string
 }
 
 func (p *Pages) appsPage(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
@@ -81,7 +84,7 @@ func (p *Pages) appsPage(w http.ResponseWriter, r *http.Request, c *auth.Caller)
 		p.fail(w, r, c, err)
 		return
 	}
-	d := appsData{Apps: list, Total: total}
+	d := appsData{Apps: list, Total: total, Example: examplePath}
 	if id := r.URL.Query().Get("imported"); id != "" {
 		// Best effort: a stale or foreign id just shows no notice.
 		d.Imported, _ = p.Apps.OwnedApp(r.Context(), c, id)

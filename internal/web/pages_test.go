@@ -208,6 +208,33 @@ func TestLoginReturnsToThePage(t *testing.T) {
 	require.Contains(t, r.Body, `"access_token":"st_`)
 }
 
+// TestEmptyAppsPageOffersTheExample: an account without apps is offered
+// the example app, served from the binary, which imports with the
+// session cookie from the page's origin; once there are apps the offer
+// is gone.
+func TestEmptyAppsPageOffersTheExample(t *testing.T) {
+	t.Parallel()
+	env := webtest.Start(t, store.SQLite, nil)
+	session := signup(t, env, "ann@example.com")
+	empty := call(t, env, "GET", "/", "", "", cookie(session)...)
+	expectPage(t, empty, http.StatusOK)
+	require.Contains(t, empty.Body, `<form class="example" data-example-form data-manifest="/examples/support-desk.json"`)
+	require.Contains(t, empty.Body, "Import the example app")
+
+	example := call(t, env, "GET", "/examples/support-desk.json", "", "")
+	require.Equal(t, http.StatusOK, example.StatusCode)
+	require.Equal(t, "application/json", example.Header.Get("Content-Type"))
+	require.Equal(t, "nosniff", example.Header.Get("X-Content-Type-Options"))
+	require.Equal(t, exampleManifest(t), example.Body, "the file in examples/, from the binary")
+
+	same := append(cookie(session), "Sec-Fetch-Site", "same-origin", "Origin", env.URL, "Accept", "application/json")
+	r := call(t, env, "POST", "/api/v1/apps/import-manifest", "application/json", example.Body, same...)
+	require.Equal(t, http.StatusCreated, r.StatusCode, r.Body)
+	home := call(t, env, "GET", "/", "", "", cookie(session)...)
+	require.Contains(t, home.Body, "Support Desk")
+	require.NotContains(t, home.Body, "data-example-form")
+}
+
 // TestPagesHeadersAndIsolation serves every page with its security headers
 // and without inline script, on both databases; another user's app page
 // is a 404 page.

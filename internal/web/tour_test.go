@@ -102,6 +102,6 @@ func TestBrowserTour(t *testing.T) {
 		b.Click(`header form button[type=submit]`)
 		b.WaitPath("/login")
 		b.Open(page)
-		require.Equal(t, "/login", b.Path())
+		require.Equal(t, loginFor(page), b.Path())
 	})
 }

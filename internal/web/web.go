@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplatform/agentplatform/examples"
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apps"
@@ -108,6 +109,7 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /apps/{app_id}/activations/{activation_id}", p.private(p.activationPage))
 	mux.HandleFunc("GET /apps/{app_id}/functions", p.private(p.functionsPage))
 	mux.HandleFunc("GET /static/", p.assets)
+	mux.HandleFunc("GET "+examplePath, p.example)
 }
 
 // contentSecurityPolicy lets a page load scripts, styles, images and
@@ -181,6 +183,19 @@ func (p *Pages) assets(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "public, max-age=3600")
 	p.static.ServeHTTP(w, r)
+}
+
+// examplePath is where the empty apps page fetches the example manifest
+// from, to import it through the API like any other.
+const examplePath = "/examples/support-desk.json"
+
+// example serves the README's example manifest from the binary: public,
+// as the file is in the repository.
+func (p *Pages) example(w http.ResponseWriter, r *http.Request) {
+	secure(w)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache")
+	_, _ = w.Write(examples.SupportDesk)
 }
 
 // digest is a short hash of every static file.

@@ -130,6 +130,19 @@
     return frag;
   }
 
+  // importManifest imports a manifest through the API; once it is in, the
+  // apps list opens with its notice (r.imported), else r is the error.
+  function importManifest(body) {
+    var type = body.charAt(0) === "{" ? "application/json" : "application/yaml";
+    return api("POST", "/api/v1/apps/import-manifest", body, type).then(function (r) {
+      if (r.ok && r.data && r.data.app_id) {
+        r.imported = true;
+        window.location.assign("/?imported=" + encodeURIComponent(r.data.app_id));
+      }
+      return r;
+    });
+  }
+
   function importForm(form) {
     var file = form.querySelector('input[type="file"]');
     var text = form.querySelector("textarea");
@@ -146,15 +159,31 @@
         return;
       }
       busy(form, true);
-      var type = body.charAt(0) === "{" ? "application/json" : "application/yaml";
-      api("POST", "/api/v1/apps/import-manifest", body, type).then(function (r) {
-        if (r.ok && r.data && r.data.app_id) {
-          window.location.assign("/?imported=" + encodeURIComponent(r.data.app_id));
-          return;
-        }
+      importManifest(body).then(function (r) {
+        if (r.imported) return;
         busy(form, false);
         var field = r.status === 400 || r.status === 409 || r.status === 413 ? "manifest" : "";
         showError(form, field, field ? importError(r.data.detail) : r.data.detail);
+      });
+    });
+  }
+
+  // The empty apps list offers the example app: one click fetches its
+  // manifest from the binary and imports it like any other.
+  function exampleForm(form) {
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      clearErrors(form);
+      busy(form, true);
+      fetch(form.dataset.manifest, { credentials: "same-origin" }).then(function (res) {
+        if (!res.ok) throw new Error(res.status);
+        return res.text();
+      }).then(importManifest, function () {
+        return { ok: false, status: 0, data: { detail: "Could not load the example app. Try again in a moment." } };
+      }).then(function (r) {
+        if (r.imported) return;
+        busy(form, false);
+        showError(form, "", r.data.detail);
       });
     });
   }
@@ -293,5 +322,6 @@
   localTimes(document);
   document.querySelectorAll("form[data-auth-form]").forEach(authForm);
   document.querySelectorAll("form[data-import-form]").forEach(importForm);
+  document.querySelectorAll("form[data-example-form]").forEach(exampleForm);
   document.querySelectorAll("form[data-key-form]").forEach(keysPage);
 })();
