@@ -147,11 +147,11 @@ func (e *env) newApp(token, slug string) string {
 }
 
 // TestWebhookAgentRunsWithItsAgentKey: a webhook agent's activation is
-// POSTed signed with the secret shown once, with its input, context, a
-// working agent key and the API's base URL, and completes with the
-// receiver's JSON. The key opens its app's data routes only (403
-// elsewhere, 404 for another app, another user's key 404 for this user's
-// app) while the run runs, and is refused (401) once it ended.
+// POSTed signed with the secret shown once, with its agent and app ids,
+// its input, context, a working agent key and the API's base URL, and
+// completes with the receiver's JSON. The key opens its app's data routes
+// only (403 elsewhere, 404 for another app, another user's key 404 for
+// this user's app) while the run runs, and is refused (401) once it ended.
 func TestWebhookAgentRunsWithItsAgentKey(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
@@ -177,6 +177,8 @@ func TestWebhookAgentRunsWithItsAgentKey(t *testing.T) {
 		body, sigErr := rc.request(t, id)
 		require.NoError(t, sigErr, "the signature verifies with the secret shown at create")
 		require.Equal(t, id, body["activation_id"])
+		require.Equal(t, agent, body["agent_id"], "the agent learns its own id")
+		require.Equal(t, appA, body["app_id"], "and its app's, which the agent key's routes take")
 		require.Equal(t, map[string]any{"calls": toAny(calls)}, body["input_data"])
 		require.Equal(t, "c1", body["context"].(map[string]any)["chat_id"])
 		require.Equal(t, e.srv.Config.PublicURL+"/api/v1", body["base_url"])
