@@ -405,6 +405,10 @@ func (c *content) UnmarshalJSON(b []byte) error {
 type blocks []string
 
 func (bl *blocks) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*bl = nil
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err == nil {
 		*bl = blocks{s}
