@@ -200,6 +200,43 @@ func TestWebhookAgentRunsWithItsAgentKey(t *testing.T) {
 	})
 }
 
+// TestInstalledWebhookAgentGetsItsOwnIDs: an installed copy of a webhook
+// agent is POSTed the copy's agent and app ids, not the publisher's, and
+// its agent key opens the copy's app.
+func TestInstalledWebhookAgentGetsItsOwnIDs(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		probeAppData(e)
+		rc := newAgentReceiver(t, e)
+		author, user := e.signup("author@example.com"), e.signup("user@example.com") // the first user: an admin
+		app := e.newApp(author, "hooked")
+		agent := rc.webhookAgent(t, author, app, "hook", "run", 30)
+		e.do("PATCH", "/api/v1/apps/"+app, map[string]any{"marketplace_status": "published"}, bearer(author)).expect(t, 200)
+		installed := e.do("POST", "/api/v1/apps/"+app+"/install", nil, bearer(user)).expect(t, 201)
+		copyApp := installed.str("app_id")
+		issued := list(installed, "webhook_secrets")
+		require.Len(t, issued, 1)
+		copyAgent := issued[0]["agent_id"].(string)
+		require.NotEqual(t, agent, copyAgent)
+		rc.mu.Lock()
+		rc.secrets["hook"] = issued[0]["webhook_secret"].(string) // the copy posts to the same URL
+		rc.mu.Unlock()
+
+		id := e.do("POST", "/api/v1/agents/"+copyAgent+"/activate", map[string]any{"input_data": map[string]any{
+			"calls": []string{"/api/v1/data/" + copyApp + "/probe", "/api/v1/data/" + app + "/probe"}}}, bearer(user)).
+			expect(t, 201).str("activation_id")
+		done := e.await(user, id)
+		require.Equal(t, "completed", done.str("status"), "body: %s", done.Body)
+		require.Equal(t, []any{200.0, 404.0}, done.JSON["output_data"].(map[string]any)["statuses"],
+			"the key opens the copy's app, not the publisher's")
+		body, sigErr := rc.request(t, id)
+		require.NoError(t, sigErr, "signed with the copy's own secret")
+		require.Equal(t, copyAgent, body["agent_id"])
+		require.Equal(t, copyApp, body["app_id"])
+	})
+}
+
 func toAny(s []string) []any {
 	out := make([]any, len(s))
 	for i, v := range s {
