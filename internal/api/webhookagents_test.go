@@ -147,11 +147,11 @@ func (e *env) newApp(token, slug string) string {
 }
 
 // TestWebhookAgentRunsWithItsAgentKey: a webhook agent's activation is
-// POSTed signed with the secret shown once, with its input, context, a
-// working agent key and the API's base URL, and completes with the
-// receiver's JSON. The key opens its app's data routes only (403
-// elsewhere, 404 for another app, another user's key 404 for this user's
-// app) while the run runs, and is refused (401) once it ended.
+// POSTed signed with the secret shown once, with its agent and app ids,
+// its input, context, a working agent key and the API's base URL, and
+// completes with the receiver's JSON. The key opens its app's data routes
+// only (403 elsewhere, 404 for another app, another user's key 404 for
+// this user's app) while the run runs, and is refused (401) once it ended.
 func TestWebhookAgentRunsWithItsAgentKey(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
@@ -177,6 +177,8 @@ func TestWebhookAgentRunsWithItsAgentKey(t *testing.T) {
 		body, sigErr := rc.request(t, id)
 		require.NoError(t, sigErr, "the signature verifies with the secret shown at create")
 		require.Equal(t, id, body["activation_id"])
+		require.Equal(t, agent, body["agent_id"], "the agent learns its own id")
+		require.Equal(t, appA, body["app_id"], "and its app's, which the agent key's routes take")
 		require.Equal(t, map[string]any{"calls": toAny(calls)}, body["input_data"])
 		require.Equal(t, "c1", body["context"].(map[string]any)["chat_id"])
 		require.Equal(t, e.srv.Config.PublicURL+"/api/v1", body["base_url"])
@@ -195,6 +197,43 @@ func TestWebhookAgentRunsWithItsAgentKey(t *testing.T) {
 		done = e.await(other, id)
 		require.Equal(t, "completed", done.str("status"), "body: %s", done.Body)
 		require.Equal(t, []any{404.0, 200.0}, done.JSON["output_data"].(map[string]any)["statuses"])
+	})
+}
+
+// TestInstalledWebhookAgentGetsItsOwnIDs: an installed copy of a webhook
+// agent is POSTed the copy's agent and app ids, not the publisher's, and
+// its agent key opens the copy's app.
+func TestInstalledWebhookAgentGetsItsOwnIDs(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		probeAppData(e)
+		rc := newAgentReceiver(t, e)
+		author, user := e.signup("author@example.com"), e.signup("user@example.com") // the first user: an admin
+		app := e.newApp(author, "hooked")
+		agent := rc.webhookAgent(t, author, app, "hook", "run", 30)
+		e.do("PATCH", "/api/v1/apps/"+app, map[string]any{"marketplace_status": "published"}, bearer(author)).expect(t, 200)
+		installed := e.do("POST", "/api/v1/apps/"+app+"/install", nil, bearer(user)).expect(t, 201)
+		copyApp := installed.str("app_id")
+		issued := list(installed, "webhook_secrets")
+		require.Len(t, issued, 1)
+		copyAgent := issued[0]["agent_id"].(string)
+		require.NotEqual(t, agent, copyAgent)
+		rc.mu.Lock()
+		rc.secrets["hook"] = issued[0]["webhook_secret"].(string) // the copy posts to the same URL
+		rc.mu.Unlock()
+
+		id := e.do("POST", "/api/v1/agents/"+copyAgent+"/activate", map[string]any{"input_data": map[string]any{
+			"calls": []string{"/api/v1/data/" + copyApp + "/probe", "/api/v1/data/" + app + "/probe"}}}, bearer(user)).
+			expect(t, 201).str("activation_id")
+		done := e.await(user, id)
+		require.Equal(t, "completed", done.str("status"), "body: %s", done.Body)
+		require.Equal(t, []any{200.0, 404.0}, done.JSON["output_data"].(map[string]any)["statuses"],
+			"the key opens the copy's app, not the publisher's")
+		body, sigErr := rc.request(t, id)
+		require.NoError(t, sigErr, "signed with the copy's own secret")
+		require.Equal(t, copyAgent, body["agent_id"])
+		require.Equal(t, copyApp, body["app_id"])
 	})
 }
 

@@ -404,6 +404,12 @@ func (j *JavaScript) llmComplete(run *Run) sandbox.Call {
 		if req.Prompt == "" && len(req.Messages) == 0 {
 			return nil, &sandbox.Thrown{Name: "ValidationError", Message: "ctx.llm.complete needs prompt or messages"}
 		}
+		for i, m := range req.Messages {
+			if !m.Role.Valid() {
+				return nil, &sandbox.Thrown{Name: "ValidationError",
+					Message: fmt.Sprintf(`messages[%d].role must be "system", "user" or "assistant", not %q`, i, m.Role)}
+			}
+		}
 		client, _, defaultModel, err := j.LLM.Resolve(ctx, run.UserID, req.ProviderID)
 		if err != nil {
 			return nil, thrown(err)

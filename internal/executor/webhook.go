@@ -46,9 +46,13 @@ func NewWebhook(guard *egress.Guard, baseURL string, secret WebhookSecretFunc) *
 		client: guard.Client(egress.Options{Field: WebhookField, MaxBody: WebhookMaxResponse})}
 }
 
-// webhookRequest is what a webhook agent receives.
+// webhookRequest is what a webhook agent receives. The agent and app ids
+// are the run's own: an installed copy's differ from the publisher's, and
+// the agent key opens only routes that take the app id.
 type webhookRequest struct {
 	ActivationID string          `json:"activation_id"`
+	AgentID      string          `json:"agent_id"`
+	AppID        string          `json:"app_id"`
 	InputData    json.RawMessage `json:"input_data"`
 	Context      json.RawMessage `json:"context"`
 	AgentKey     string          `json:"agent_key"`
@@ -70,7 +74,7 @@ func (e *Webhook) Execute(ctx context.Context, run *Run) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(webhookRequest{ActivationID: run.ID, InputData: orJSON(run.Input, "{}"),
+	body, err := json.Marshal(webhookRequest{ActivationID: run.ID, AgentID: run.AgentID, AppID: run.AppID, InputData: orJSON(run.Input, "{}"),
 		Context: orJSON(run.Context, "{}"), AgentKey: run.AgentKey, BaseURL: e.baseURL})
 	if err != nil {
 		return nil, err

@@ -64,8 +64,10 @@ func run(url string) *executor.Run {
 }
 
 // TestWebhookExecutorRuns: the run is POSTed signed with the agent's
-// secret, carrying its input, context, agent key and the API's base URL;
-// the JSON answer is the output.
+// secret, carrying its activation, agent and app ids (an installed copy's
+// differ from the publisher's, and the agent key opens only routes that
+// take the app id), input, context, agent key and the API's base URL; the
+// JSON answer is the output.
 func TestWebhookExecutorRuns(t *testing.T) {
 	t.Parallel()
 	secret := webhook.NewSecret()
@@ -79,7 +81,7 @@ func TestWebhookExecutorRuns(t *testing.T) {
 	require.Equal(t, http.MethodPost, req.Method)
 	require.Equal(t, "application/json", req.Header.Get("Content-Type"))
 	require.Equal(t, "msg_act-1", req.Header.Get(webhook.HeaderID))
-	require.JSONEq(t, `{"activation_id":"act-1","input_data":{"q":"hi"},"context":{"chat_id":"c1"},
+	require.JSONEq(t, `{"activation_id":"act-1","agent_id":"agent-1","app_id":"app-1","input_data":{"q":"hi"},"context":{"chat_id":"c1"},
 		"agent_key":"agk_test","base_url":"https://ap.example.com/api/v1"}`, string(*rcv.body.Load()))
 
 	// Any JSON value is an output; another secret does not verify.

@@ -40,19 +40,25 @@ func newAnthropic(cfg Config) *anthropicClient {
 
 func (c *anthropicClient) params(req Request) anthropic.MessageNewParams {
 	msgs := make([]anthropic.MessageParam, 0, len(req.Messages))
+	// The Messages API has no system turn: the system prompt and every
+	// system message, in order, are blocks of its system parameter.
+	var system []anthropic.TextBlockParam
+	if req.System != "" {
+		system = append(system, anthropic.TextBlockParam{Text: req.System})
+	}
 	for _, m := range req.Messages {
-		if m.Role == RoleAssistant {
+		switch m.Role {
+		case RoleSystem:
+			system = append(system, anthropic.TextBlockParam{Text: m.Content})
+		case RoleAssistant:
 			msgs = append(msgs, anthropic.NewAssistantMessage(anthropic.NewTextBlock(m.Content)))
-		} else {
+		default:
 			msgs = append(msgs, anthropic.NewUserMessage(anthropic.NewTextBlock(m.Content)))
 		}
 	}
-	p := anthropic.MessageNewParams{Model: anthropic.Model(req.Model), MaxTokens: anthropicMaxTokens, Messages: msgs}
+	p := anthropic.MessageNewParams{Model: anthropic.Model(req.Model), MaxTokens: anthropicMaxTokens, Messages: msgs, System: system}
 	if req.MaxTokens > 0 {
 		p.MaxTokens = int64(req.MaxTokens)
-	}
-	if req.System != "" {
-		p.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
 	if req.Temperature != nil {
 		p.Temperature = anthropic.Float(*req.Temperature)

@@ -22,11 +22,17 @@ var ErrResponseTooLarge = errors.New("LLM response exceeds 4 MiB")
 // Role of a chat message.
 type Role string
 
-// The roles.
+// The roles. A system message reaches OpenAI-compatible providers as a
+// system message in its place, and Anthropic in the request's system
+// parameter (its Messages API has no system turn).
 const (
+	RoleSystem    Role = "system"
 	RoleUser      Role = "user"
 	RoleAssistant Role = "assistant"
 )
+
+// Valid reports whether r is one of the roles.
+func (r Role) Valid() bool { return r == RoleSystem || r == RoleUser || r == RoleAssistant }
 
 // Message is one turn of a conversation.
 type Message struct {
@@ -37,8 +43,8 @@ type Message struct {
 // Request is one completion.
 type Request struct {
 	Model       string
-	System      string    // system prompt; empty for none
-	Messages    []Message // history first, the new prompt last
+	System      string    // system prompt, before Messages; empty for none
+	Messages    []Message // history first, the new prompt last; roles Valid
 	Temperature *float64  // nil: the provider's default
 	MaxTokens   int       // 0: the provider's default
 	// OnDelta, when set, asks for streaming and receives each text

@@ -49,9 +49,12 @@ func (c *openAIClient) params(req Request) openai.ChatCompletionNewParams {
 		msgs = append(msgs, openai.SystemMessage(req.System))
 	}
 	for _, m := range req.Messages {
-		if m.Role == RoleAssistant {
+		switch m.Role {
+		case RoleSystem:
+			msgs = append(msgs, openai.SystemMessage(m.Content))
+		case RoleAssistant:
 			msgs = append(msgs, openai.AssistantMessage(m.Content))
-		} else {
+		default:
 			msgs = append(msgs, openai.UserMessage(m.Content))
 		}
 	}

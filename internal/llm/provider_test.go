@@ -96,6 +96,30 @@ func TestProvidersSendEverythingAndAnswer(t *testing.T) {
 	}
 }
 
+// TestProvidersSendRolesAsGiven: a system message reaches OpenAI as a
+// system message in its place, and Anthropic in its system parameter,
+// after the request's system prompt; the other turns keep their roles.
+func TestProvidersSendRolesAsGiven(t *testing.T) {
+	t.Parallel()
+	for _, f := range fakes {
+		t.Run(f.typ, func(t *testing.T) {
+			t.Parallel()
+			s := f.server(t)
+			_, err := client(t, f, s).Complete(t.Context(), llm.Request{Model: "m", System: "You are terse.",
+				Messages: []llm.Message{
+					{Role: llm.RoleSystem, Content: "Answer in French."},
+					{Role: llm.RoleUser, Content: "Hi"},
+					{Role: llm.RoleAssistant, Content: "Bonjour"},
+					{Role: llm.RoleUser, Content: "How are you?"},
+				}})
+			require.NoError(t, err)
+			require.Equal(t, []llm.Message{{Role: llm.RoleSystem, Content: "You are terse."}, {Role: llm.RoleSystem, Content: "Answer in French."},
+				{Role: "user", Content: "Hi"}, {Role: "assistant", Content: "Bonjour"}, {Role: "user", Content: "How are you?"}},
+				s.Requests()[0].Sent)
+		})
+	}
+}
+
 func TestProvidersOmitUnsetOptions(t *testing.T) {
 	t.Parallel()
 	for _, f := range fakes {
@@ -108,6 +132,7 @@ func TestProvidersOmitUnsetOptions(t *testing.T) {
 			r := s.Requests()[0]
 			require.Nil(t, r.Temperature)
 			require.Empty(t, r.System)
+			require.Equal(t, []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, r.Sent, "no empty system prompt")
 			if f.typ == llm.TypeAnthropic {
 				require.Positive(t, r.MaxTokens, "the Messages API requires max_tokens")
 			} else {

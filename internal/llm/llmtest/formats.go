@@ -2,7 +2,9 @@ package llmtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/llm"
@@ -32,11 +34,16 @@ func (openAI) parse(body []byte, h http.Header) (Recorded, error) {
 	rec.Model, rec.Temperature, rec.Stream = req.Model, req.Temperature, req.Stream
 	rec.MaxTokens = max(req.MaxTokens, req.MaxCompletionTokens)
 	for _, m := range req.Messages {
-		if m.Role == "system" || m.Role == "developer" {
+		msg := llm.Message{Role: llm.Role(m.Role), Content: string(m.Content)}
+		rec.Sent = append(rec.Sent, msg)
+		switch m.Role {
+		case "system", "developer":
 			rec.System += string(m.Content)
-			continue
+		case "user", "assistant", "tool":
+			rec.Messages = append(rec.Messages, msg)
+		default:
+			return rec, fmt.Errorf("messages: unknown role %q", m.Role)
 		}
-		rec.Messages = append(rec.Messages, llm.Message{Role: llm.Role(m.Role), Content: string(m.Content)})
 	}
 	return rec, nil
 }
@@ -100,7 +107,7 @@ func (anthropic) parse(body []byte, h http.Header) (Recorded, error) {
 		Temperature *float64 `json:"temperature"`
 		MaxTokens   int      `json:"max_tokens"`
 		Stream      bool     `json:"stream"`
-		System      content  `json:"system"`
+		System      blocks   `json:"system"`
 		Messages    []struct {
 			Role    string  `json:"role"`
 			Content content `json:"content"`
@@ -111,9 +118,19 @@ func (anthropic) parse(body []byte, h http.Header) (Recorded, error) {
 		return rec, err
 	}
 	rec.Model, rec.Temperature, rec.Stream, rec.MaxTokens = req.Model, req.Temperature, req.Stream, req.MaxTokens
-	rec.System = string(req.System)
+	rec.System = strings.Join(req.System, "")
+	for _, b := range req.System {
+		rec.Sent = append(rec.Sent, llm.Message{Role: "system", Content: b})
+	}
 	for _, m := range req.Messages {
-		rec.Messages = append(rec.Messages, llm.Message{Role: llm.Role(m.Role), Content: string(m.Content)})
+		msg := llm.Message{Role: llm.Role(m.Role), Content: string(m.Content)}
+		rec.Sent = append(rec.Sent, msg)
+		rec.Messages = append(rec.Messages, msg)
+		// The Messages API has no system turn: the system prompt is its
+		// own parameter.
+		if m.Role != "user" && m.Role != "assistant" {
+			return rec, fmt.Errorf("messages: unknown role %q", m.Role)
+		}
 	}
 	return rec, nil
 }

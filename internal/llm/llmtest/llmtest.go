@@ -32,6 +32,11 @@ type Recorded struct {
 	// Auth is the credential sent: the Authorization header for OpenAI,
 	// the x-api-key header for Anthropic.
 	Auth string
+	// Sent is every message as the wire carried it, in order, with its
+	// role: OpenAI's system messages in their place among the others;
+	// Anthropic's system text blocks first (role system), then its
+	// messages. A role the provider refuses fails the call with a 400.
+	Sent []llm.Message
 }
 
 // flavor is the wire format a Server speaks.
@@ -383,26 +388,42 @@ func sse(w http.ResponseWriter, event string, data any) {
 }
 
 // content is a message content: a plain string or a list of text blocks
-// (both formats accept either).
+// (both formats accept either), their texts joined.
 type content string
 
 func (c *content) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*c = content(s)
+	var bl blocks
+	if err := bl.UnmarshalJSON(b); err != nil {
+		return err
+	}
+	*c = content(strings.Join(bl, ""))
+	return nil
+}
+
+// blocks is the texts of a content: one for a plain string, one per text
+// block of a list.
+type blocks []string
+
+func (bl *blocks) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*bl = nil
 		return nil
 	}
-	var blocks []struct {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*bl = blocks{s}
+		return nil
+	}
+	var list []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	if err := json.Unmarshal(b, &blocks); err != nil {
+	if err := json.Unmarshal(b, &list); err != nil {
 		return err
 	}
-	var sb strings.Builder
-	for _, bl := range blocks {
-		sb.WriteString(bl.Text)
+	*bl = make(blocks, 0, len(list))
+	for _, x := range list {
+		*bl = append(*bl, x.Text)
 	}
-	*c = content(sb.String())
 	return nil
 }

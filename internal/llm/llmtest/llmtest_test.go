@@ -84,6 +84,15 @@ func TestOpenAIRecordsAndAnswers(t *testing.T) {
 	require.False(t, r.Stream)
 	require.Equal(t, []llm.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"},
 		{Role: "user", Content: "how are you"}}, r.Messages)
+	require.Equal(t, []llm.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hi"},
+		{Role: "assistant", Content: "hello"}, {Role: "user", Content: "how are you"}}, r.Sent)
+
+	// A role the API does not know is refused, as OpenAI does.
+	status, body, err = post(t, t.Context(), s.URL+"/chat/completions",
+		`{"model":"m","messages":[{"role":"robot","content":"beep"}]}`, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, status, body)
+	require.Equal(t, []llm.Message{{Role: "robot", Content: "beep"}}, s.Requests()[1].Sent)
 }
 
 func TestOpenAIStreamsChunksAndUsage(t *testing.T) {
@@ -141,6 +150,13 @@ func TestAnthropicRecordsAndAnswers(t *testing.T) {
 	require.Equal(t, "be kind", r.System)
 	require.Equal(t, "ak-1", r.Auth)
 	require.Equal(t, []llm.Message{{Role: "user", Content: "hello there"}}, r.Messages)
+	require.Equal(t, []llm.Message{{Role: "system", Content: "be kind"}, {Role: "user", Content: "hello there"}}, r.Sent)
+
+	// The Messages API has no system turn: one is refused, as Anthropic does.
+	status, body, err = post(t, t.Context(), s.URL+"/v1/messages",
+		`{"model":"m","max_tokens":5,"messages":[{"role":"system","content":"be kind"},{"role":"user","content":"hi"}]}`, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusBadRequest, status, body)
 
 	status, body, err = post(t, t.Context(), s.URL+"/v1/messages", strings.Replace(anthropicBody, "%s", "true", 1), nil)
 	require.NoError(t, err)
@@ -159,18 +175,17 @@ func TestAnthropicRecordsAndAnswers(t *testing.T) {
 		}
 	}
 	require.Equal(t, "reply to: hello there", text.String())
-	require.Equal(t, 2, s.Calls())
+	require.Equal(t, 3, s.Calls())
 }
 
 func TestFailNextThenSucceed(t *testing.T) {
 	t.Parallel()
 	for _, s := range []*llmtest.Server{llmtest.NewOpenAI(t), llmtest.NewAnthropic(t)} {
-		url := s.URL + "/chat/completions"
+		url, body := s.URL+"/chat/completions", strings.Replace(openAIBody, "%s", "false", 1)
 		if !strings.HasSuffix(s.URL, "/v1") {
-			url = s.URL + "/v1/messages"
+			url, body = s.URL+"/v1/messages", strings.Replace(anthropicBody, "%s", "false", 1)
 		}
 		s.FailNext(2, http.StatusServiceUnavailable)
-		body := strings.Replace(openAIBody, "%s", "false", 1)
 		for range 2 {
 			status, answer, err := post(t, t.Context(), url, body, nil)
 			require.NoError(t, err)
