@@ -19,7 +19,7 @@ const completeWithRoles = `async function run(input, ctx) {
 		{role: "system", content: "Answer in French."},
 		{role: "user", content: "Hi"},
 		{role: "assistant", content: "Bonjour"},
-		{role: "user", content: "How are you?"}]});
+		{content: "How are you?"}]}); // no role: the user's, as always
 	let bad;
 	try {
 		await ctx.llm.complete({provider_id: input.provider, messages: [{role: "user", content: "x"}, {role: "robot", content: "y"}]});
@@ -30,8 +30,9 @@ const completeWithRoles = `async function run(input, ctx) {
 // TestJavaScriptCompleteSendsRolesAsGiven: ctx.llm.complete's messages
 // reach the provider with their roles, from an agent and from a function:
 // the system message as OpenAI's system message, and in Anthropic's system
-// parameter. A role that is none of system, user, assistant is a
-// ValidationError naming it, and no call is made.
+// parameter; a message without a role is the user's. A role that is none
+// of system, user, assistant is a ValidationError naming it, and no call
+// is made.
 func TestJavaScriptCompleteSendsRolesAsGiven(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {

@@ -405,6 +405,11 @@ func (j *JavaScript) llmComplete(run *Run) sandbox.Call {
 			return nil, &sandbox.Thrown{Name: "ValidationError", Message: "ctx.llm.complete needs prompt or messages"}
 		}
 		for i, m := range req.Messages {
+			if m.Role == "" {
+				// A message without a role has always been the user's.
+				req.Messages[i].Role = llm.RoleUser
+				continue
+			}
 			if !m.Role.Valid() {
 				return nil, &sandbox.Thrown{Name: "ValidationError",
 					Message: fmt.Sprintf(`messages[%d].role must be "system", "user" or "assistant", not %q`, i, m.Role)}
