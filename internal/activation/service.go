@@ -435,6 +435,12 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, f store.ActivationFi
 	return s.Store.ActivationList(ctx, f)
 }
 
+// LastInput is the input of the caller's latest activation of agentID
+// (nil before its first): where the UI's activate form starts.
+func (s *Service) LastInput(ctx context.Context, c *auth.Caller, agentID string) (json.RawMessage, error) {
+	return s.Store.ActivationLastInput(ctx, c.UserID, agentID)
+}
+
 // NormalizeStatus maps the alternate vocabulary (pending, processing) onto
 // the stored one; unknown values are a 400 naming the field.
 func NormalizeStatus(status string) (string, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -273,6 +274,19 @@ func (s *Store) ActivationList(ctx context.Context, f ActivationFilter) ([]Activ
 	list, err := queryPage(ctx, s, scanActivation, `SELECT `+activationColumns+` FROM activations WHERE `+cond+
 		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(len(args)-1)+` OFFSET $`+strconv.Itoa(len(args)), args...)
 	return list, total, err
+}
+
+// ActivationLastInput returns the input of the user's latest activation
+// of an agent (nil before its first): an activate form starts from it.
+// The agent's index (agent_id, created_at) finds it without a scan.
+func (s *Store) ActivationLastInput(ctx context.Context, userID, agentID string) (json.RawMessage, error) {
+	var input []byte
+	err := s.reader().QueryRowContext(ctx, `SELECT input_data FROM activations WHERE agent_id = $1 AND user_id = $2
+		ORDER BY created_at DESC, id DESC LIMIT 1`, agentID, userID).Scan(&input)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	return json.RawMessage(input), err
 }
 
 // ActivationChatHistory returns the completed turns of a chat with an agent

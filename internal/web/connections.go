@@ -20,12 +20,14 @@ import (
 
 // account is an authenticator of the app and the user's connection to it.
 // Only what a person needs of the authenticator is copied here, never its
-// sealed client secret.
+// sealed client secret: only whether there is one (without it Connect is
+// disabled, with the reason, and the card offers to set it).
 type account struct {
-	Name, Type string
-	Scopes     []string
-	HasSecret  bool
-	Active     bool
+	// ID is the authenticator's, for the form that sets its secret.
+	ID, Name, Type string
+	Scopes         []string
+	HasSecret      bool
+	Active         bool
 	// Conn is the connection; nil when there is none.
 	Conn *credential.Connection
 	// Status is the connection's (connected, refresh_failing,
@@ -92,7 +94,7 @@ func (p *Pages) connections(w http.ResponseWriter, r *http.Request, c *auth.Call
 	q := r.URL.Query()
 	for _, a := range auths {
 		base := "/api/v1/credentials/" + url.PathEscape(app.ID) + "/" + url.PathEscape(a.Name)
-		acc := account{Name: a.Name, Type: a.AuthenticatorType, Scopes: a.Scopes, HasSecret: a.ClientSecretEnc != "",
+		acc := account{ID: a.ID, Name: a.Name, Type: a.AuthenticatorType, Scopes: a.Scopes, HasSecret: a.ClientSecretEnc != "",
 			Active: a.IsActive, Conn: byAuth[a.ID], Status: "none",
 			ConnectURL: base + "/authorize?return_to=" + url.QueryEscape(back), DisconnectURL: base}
 		if acc.Conn != nil {

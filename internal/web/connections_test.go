@@ -96,7 +96,9 @@ func TestBrowserConnections(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		env, p := startWithProvider(t, d)
 		session := signup(t, env, "alice@example.com")
-		appID := helpdeskApp(t, env, session, p)
+		r := call(t, env, "POST", "/api/v1/apps/import-manifest", "application/json", helpdeskManifest(t, p), "Authorization", "Bearer "+session)
+		require.Equal(t, http.StatusCreated, r.StatusCode, r.Body)
+		appID := decoded(t, r)["app_id"].(string)
 		page := "/apps/" + appID + "/connections"
 
 		b := webtest.NewBrowser(t, env.URL, webtest.Options{Hosts: []string{egresstest.Addr}})
@@ -107,7 +109,18 @@ func TestBrowserConnections(t *testing.T) {
 		card := b.WaitText(`[data-account="helpdesk"]`, "not connected")
 		require.Contains(t, card, "custom")
 		require.Contains(t, card, "tickets.read, tickets.write")
-		require.Contains(t, card, "client secret set")
+		// The manifest's authenticator has no client secret: Connect is
+		// disabled, with the reason, until the card's form sets it.
+		require.Contains(t, card, "client secret not set")
+		require.Contains(t, card, "Set the client secret first")
+		require.True(t, webtest.Eval[bool](b, `document.querySelector('[data-account="helpdesk"] button[data-connect-disabled]').disabled`))
+		b.Fill(`[data-account="helpdesk"] input[name="client_secret"]`, helpdeskClientSecret)
+		b.Click(`[data-account="helpdesk"] form[data-secret-form] button[type="submit"]`)
+		b.WaitText("#connections-status", "Client secret of helpdesk set")
+		card = b.WaitText(`[data-account="helpdesk"]`, "client secret set")
+		require.NotContains(t, card, "Set the client secret first")
+		require.Empty(t, webtest.Eval[string](b, `document.querySelector('[data-account="helpdesk"] input[name="client_secret"]').value`), "not kept in the page")
+		require.False(t, webtest.Eval[bool](b, `!!document.querySelector("button[data-connect-disabled]")`))
 		require.Equal(t, "none", webtest.Eval[string](b, `document.querySelector('[data-account="helpdesk"] [data-status]').dataset.status`))
 		b.Shot("connections")
 
@@ -257,5 +270,60 @@ func TestConnectionsPage(t *testing.T) {
 		require.Contains(t, r.Body, `data-status="disconnected">disconnected</span>`)
 		require.Contains(t, r.Body, "connect again")
 		require.Contains(t, r.Body, "<span data-label>Reconnect</span>")
+	})
+}
+
+// TestConnectionsClientSecret: on both databases, an authenticator
+// without a client secret (a manifest's, until one is set) cannot be
+// connected: its Connect is disabled with the reason, and no authorize
+// link is on the page. The page's form sets the secret through the API
+// with the session cookie (same origin; another site cannot); then
+// Connect is a link, and the secret is never shown back.
+func TestConnectionsClientSecret(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		env, p := startWithProvider(t, d)
+		ann := signup(t, env, "ann@example.com")
+		r := call(t, env, "POST", "/api/v1/apps/import-manifest", "application/json", helpdeskManifest(t, p), "Authorization", "Bearer "+ann)
+		require.Equal(t, http.StatusCreated, r.StatusCode, r.Body)
+		appID := decoded(t, r)["app_id"].(string)
+		list := decoded(t, call(t, env, "GET", "/api/v1/oauth/authenticators?app_id="+appID, "", "", "Authorization", "Bearer "+ann))
+		authID := list["authenticators"].([]any)[0].(map[string]any)["id"].(string)
+		page := "/apps/" + appID + "/connections"
+		authorize := `href="/api/v1/credentials/` + appID + `/helpdesk/authorize`
+
+		r = call(t, env, "GET", page, "", "", cookie(ann)...)
+		expectPage(t, r, http.StatusOK)
+		require.Contains(t, r.Body, "client secret <strong data-secret-state>not set</strong>")
+		require.NotContains(t, r.Body, authorize, "no way to connect")
+		require.Contains(t, r.Body, `<button type="button" disabled aria-describedby="secret-reason-`+authID+`" data-connect-disabled="helpdesk" data-connect-url=`)
+		require.Contains(t, r.Body, `id="secret-reason-`+authID+`"`)
+		require.Contains(t, r.Body, "Set the client secret first")
+		require.Contains(t, r.Body, `<form class="secret" data-secret-form data-url="/api/v1/oauth/authenticators/`+authID+`"`)
+		require.Contains(t, r.Body, `<input id="secret-`+authID+`" name="client_secret" type="password" autocomplete="off"`)
+
+		// The form's call: PATCH with the cookie, as the page's script
+		// sends it. From another site it is refused.
+		body := `{"client_secret": "` + helpdeskClientSecret + `"}`
+		cross := append(cookie(ann), "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")
+		r = call(t, env, "PATCH", "/api/v1/oauth/authenticators/"+authID, "application/json", body, cross...)
+		require.Equal(t, http.StatusForbidden, r.StatusCode, r.Body)
+		same := append(cookie(ann), "Sec-Fetch-Site", "same-origin", "Origin", env.URL, "Accept", "application/json")
+		r = call(t, env, "PATCH", "/api/v1/oauth/authenticators/"+authID, "application/json", body, same...)
+		require.Equal(t, http.StatusOK, r.StatusCode, r.Body)
+		require.Equal(t, true, decoded(t, r)["has_client_secret"])
+		require.NotContains(t, r.Body, helpdeskClientSecret)
+
+		r = call(t, env, "GET", page, "", "", cookie(ann)...)
+		expectPage(t, r, http.StatusOK)
+		require.Contains(t, r.Body, "client secret <strong data-secret-state>set</strong>")
+		require.Contains(t, r.Body, authorize)
+		require.NotContains(t, r.Body, "data-connect-disabled")
+		require.NotContains(t, r.Body, "Set the client secret first")
+		require.Contains(t, r.Body, "Replace the client secret", "the secret can be changed")
+		require.NotContains(t, r.Body, helpdeskClientSecret)
+		require.NotContains(t, r.Body, helpdeskClientSecret[:len(helpdeskClientSecret)/2])
+		// And the account connects.
+		require.Equal(t, page+"?connected=helpdesk", connectOverHTTP(t, env, ann, appID, "ann"))
 	})
 }

@@ -71,11 +71,13 @@ func (p *Pages) functionsPage(w http.ResponseWriter, r *http.Request, c *auth.Ca
 }
 
 // sampleInput is a run form's starting input: the schema's required
-// properties with an empty value of their type, for the user to fill in.
+// properties with an empty value of their type (an enum's first value),
+// for the user to fill in.
 func sampleInput(schema json.RawMessage) string {
 	var s struct {
 		Properties map[string]struct {
-			Type any `json:"type"`
+			Type any   `json:"type"`
+			Enum []any `json:"enum"`
 		} `json:"properties"`
 		Required []string `json:"required"`
 	}
@@ -84,17 +86,20 @@ func sampleInput(schema json.RawMessage) string {
 	}
 	sample := map[string]any{}
 	for _, name := range s.Required {
-		typ, _ := s.Properties[name].Type.(string)
-		switch typ {
-		case "string":
+		prop := s.Properties[name]
+		typ, _ := prop.Type.(string)
+		switch {
+		case len(prop.Enum) > 0:
+			sample[name] = prop.Enum[0]
+		case typ == "string":
 			sample[name] = ""
-		case "integer", "number":
+		case typ == "integer" || typ == "number":
 			sample[name] = 0
-		case "boolean":
+		case typ == "boolean":
 			sample[name] = false
-		case "array":
+		case typ == "array":
 			sample[name] = []any{}
-		case "object":
+		case typ == "object":
 			sample[name] = map[string]any{}
 		default:
 			sample[name] = nil

@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -59,20 +60,54 @@ func (p pager) Paged() bool { return p.HasNewer() || p.HasOlder() }
 // agentView is an agent with the input its activate form starts with.
 type agentView struct {
 	store.Agent
-	// Input is a starting point: an LLM agent takes a prompt; what a
-	// custom agent takes only its code knows.
 	Input string
 }
 
-func agentViews(list []store.Agent) []agentView {
+// maxStartInput bounds the last input a form starts from: a larger one
+// (a document pasted once) would make the page heavy, and is no example.
+const maxStartInput = 8 << 10
+
+// agentInput is where an agent's activate form starts: an LLM agent takes
+// a prompt; a custom agent declares no input schema, so the input its
+// code took last time (last, nil before its first run) is the best
+// example of what it reads, else {}.
+func agentInput(a store.Agent, last json.RawMessage) string {
+	if a.AgentTypeID == "llm" {
+		return `{"prompt": ""}`
+	}
+	if len(last) > maxStartInput {
+		return "{}"
+	}
+	// Decoded and encoded again: the keys in order, whichever database
+	// (PostgreSQL's jsonb keeps its own order); numbers as they were.
+	dec := json.NewDecoder(bytes.NewReader(last))
+	dec.UseNumber()
+	var input map[string]any
+	if dec.Decode(&input) != nil || input == nil {
+		return "{}"
+	}
+	b, err := json.MarshalIndent(input, "", "  ")
+	if err != nil {
+		return "{}"
+	}
+	return string(unescapeHTML(b))
+}
+
+// agentViews gives each agent its starting input; a custom agent's last
+// input is one indexed lookup each (an app has a few agents).
+func (p *Pages) agentViews(ctx context.Context, c *auth.Caller, list []store.Agent) ([]agentView, error) {
 	out := make([]agentView, len(list))
 	for i, a := range list {
-		out[i] = agentView{Agent: a, Input: "{}"}
-		if a.AgentTypeID == "llm" {
-			out[i].Input = `{"prompt": ""}`
+		var last json.RawMessage
+		if a.AgentTypeID != "llm" {
+			var err error
+			if last, err = p.Activations.LastInput(ctx, c, a.ID); err != nil {
+				return nil, err
+			}
 		}
+		out[i] = agentView{Agent: a, Input: agentInput(a, last)}
 	}
-	return out
+	return out, nil
 }
 
 // activationRow is an activation as a history row shows it.
@@ -124,12 +159,17 @@ func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 		p.fail(w, r, c, err)
 		return
 	}
+	views, err := p.agentViews(r.Context(), c, agents)
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
 	names := make(map[string]string, len(agents))
 	for _, a := range agents {
 		names[a.ID] = a.Name
 	}
 	p.render(w, r, http.StatusOK, "app.html", view{Title: app.Name, Nav: "apps", Email: c.Email,
-		Data: appData{App: app, Agents: agentViews(agents), Total: total, Activations: activationRows(acts, names),
+		Data: appData{App: app, Agents: views, Total: total, Activations: activationRows(acts, names),
 			Page: pager{Offset: offset, Limit: historyLimit, Total: actTotal, Shown: len(acts)}}})
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/store"
 )
 
 // TestLiveFormatting: what history rows show (durations, previews, JSON
@@ -46,6 +48,21 @@ func TestLiveFormatting(t *testing.T) {
 			"required": ["body", "customer_email", "n"]}`)))
 	require.Equal(t, "{}", sampleInput(json.RawMessage(`{"type": "object"}`)))
 	require.Equal(t, "{}", sampleInput(json.RawMessage(`[]`)))
+	// An enum starts from its first value, whatever its type says; every
+	// JSON Schema type has its empty value.
+	require.Equal(t, "{\n  \"flag\": false,\n  \"items\": [],\n  \"meta\": {},\n  \"priority\": \"low\",\n  \"x\": 0\n}",
+		sampleInput(json.RawMessage(`{"properties": {"priority": {"type": "string", "enum": ["low", "high"]}, "flag": {"type": "boolean"},
+			"items": {"type": "array"}, "meta": {"type": "object"}, "x": {"type": "number"}}, "required": ["priority", "flag", "items", "meta", "x"]}`)))
+
+	// An agent's form: an LLM agent's prompt; a custom agent's last input
+	// (indented), or {} before its first run or when that input is too
+	// big to be a starting point.
+	llm, custom := store.Agent{AgentTypeID: "llm"}, store.Agent{AgentTypeID: "custom"}
+	require.Equal(t, `{"prompt": ""}`, agentInput(llm, json.RawMessage(`{"prompt": "earlier"}`)))
+	require.Equal(t, "{}", agentInput(custom, nil))
+	require.Equal(t, "{\n  \"subject\": \"Refund\"\n}", agentInput(custom, json.RawMessage(`{"subject":"Refund"}`)))
+	require.Equal(t, "{}", agentInput(custom, json.RawMessage(`{"body":"`+strings.Repeat("x", maxStartInput)+`"}`)))
+	require.Equal(t, "{}", agentInput(custom, json.RawMessage(`[1]`)))
 
 	for q, want := range map[string]int{"": 0, "?offset=20": 20, "?offset=-1": 0, "?offset=x": 0, "?offset=99999999999999999999": 0,
 		"?offset=5000000": maxOffset} {

@@ -229,3 +229,35 @@ func TestLiveActivePages(t *testing.T) {
 	require.NotContains(t, detail.Body, `data-cancel=`)
 	require.Contains(t, detail.Body, `<p class="error-text" data-field="error">Activation cancelled</p>`)
 }
+
+// TestAgentInputStartsFromLastInput: on both databases, a custom agent's
+// activate form starts from the input of its last activation (the
+// caller's), not from {} its code refuses; an LLM agent's from a prompt.
+func TestAgentInputStartsFromLastInput(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		env := webtest.Start(t, d, nil)
+		ann := signup(t, env, "ann@example.com")
+		appID, _ := importApp(t, env, ann)
+		router := agentID(t, env, ann, appID, "escalation-router")
+		triage := agentID(t, env, ann, appID, "triage")
+		textarea := func(agent string) string {
+			page := call(t, env, "GET", "/apps/"+appID, "", "", cookie(ann)...)
+			expectPage(t, page, http.StatusOK)
+			start := strings.Index(page.Body, `<textarea id="input-`+agent+`"`)
+			require.GreaterOrEqual(t, start, 0)
+			body := page.Body[start:]
+			body = body[strings.Index(body, ">")+1:]
+			return body[:strings.Index(body, "</textarea>")]
+		}
+		require.Equal(t, "{}", textarea(router), "no input yet")
+		require.Equal(t, "{&#34;prompt&#34;: &#34;&#34;}", textarea(triage))
+
+		activate(t, env, ann, appID, router, `{"subject": "Refund <now>", "body": "My invoice is wrong", "customer_email": "ann@example.com"}`, true)
+		activate(t, env, ann, appID, router, `{"subject": "Refund", "body": "Still wrong", "customer_email": "ann@example.com"}`, true)
+		activate(t, env, ann, appID, triage, `{"prompt": "hello"}`, true)
+		require.Equal(t, "{\n  &#34;body&#34;: &#34;Still wrong&#34;,\n  &#34;customer_email&#34;: &#34;ann@example.com&#34;,\n  &#34;subject&#34;: &#34;Refund&#34;\n}",
+			textarea(router), "the last input, indented")
+		require.Equal(t, "{&#34;prompt&#34;: &#34;&#34;}", textarea(triage), "an LLM agent's form starts from an empty prompt")
+	})
+}

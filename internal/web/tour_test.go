@@ -43,8 +43,8 @@ func TestBrowserTour(t *testing.T) {
 		b.WaitText("h1", "Support Desk")
 		appID := strings.TrimPrefix(b.Path(), "/apps/")
 		b.Shot("tour-app")
-		// The client secret is the one thing the UI does not take: a
-		// manifest cannot carry it, and the API sets it.
+		// A manifest cannot carry the client secret: set here over the
+		// API (TestBrowserConnections sets it on the connections page).
 		session := logInOverAPI(t, env, "tour@example.com")
 		setHelpdeskSecret(t, env, session, appID)
 
