@@ -135,23 +135,23 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, appID string, limit,
 }
 
 // decode validates a pipeline against its app: the manifest's rules, refs
-// that name the app's agents and functions, and templates that name only
-// the run's input and earlier steps.
+// that name the app's agents and functions (by name or id), and templates
+// that name only the run's input and earlier steps.
 func (s *Service) decode(ctx context.Context, appID string, body map[string]any) (*apps.PipelineSpec, error) {
-	refs := map[string]map[string]bool{"agent": {}, "function": {}}
+	refs := apps.Refs{Known: map[string]map[string]bool{"agent": {}, "function": {}}, InApp: true}
 	agents, err := s.store.AgentListByApp(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
 	for _, a := range agents {
-		refs["agent"][a.Name] = true
+		refs.Known["agent"][a.Name], refs.Known["agent"][a.ID] = true, true
 	}
 	fns, err := s.store.FunctionListByApp(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
 	for _, f := range fns {
-		refs["function"][f.Name] = true
+		refs.Known["function"][f.Name], refs.Known["function"][f.ID] = true, true
 	}
 	spec, err := apps.DecodePipeline(body, refs)
 	if err != nil {
