@@ -53,7 +53,8 @@ func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Since = n
 	}
-	if err := auth.AllowApp(caller, req.Filter.AppID); err != nil {
+	// An app filter names one of the caller's apps, as the lists' do.
+	if _, err := a.Apps.ListApp(r.Context(), caller, req.Filter.AppID); err != nil {
 		writeError(w, r, err)
 		return
 	}

@@ -59,6 +59,7 @@ const Queue = "pipelines"
 type Apps interface {
 	OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
 	ManagedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
+	ListApp(ctx context.Context, c *auth.Caller, appID string) (string, error)
 }
 
 // Activations starts an agent step's activation, and names this worker
@@ -127,9 +128,9 @@ func (s *Service) Get(ctx context.Context, c *auth.Caller, id string) (*store.Pi
 
 // List returns a page of the caller's pipelines (of app appID when set).
 func (s *Service) List(ctx context.Context, c *auth.Caller, appID string, limit, offset int) ([]store.Pipeline, int, error) {
-	appID, ok := c.ListApp(appID)
-	if !ok {
-		return []store.Pipeline{}, 0, nil
+	appID, err := s.apps.ListApp(ctx, c, appID)
+	if err != nil {
+		return nil, 0, err
 	}
 	return s.store.PipelineListByUser(ctx, c.UserID, appID, limit, offset)
 }
