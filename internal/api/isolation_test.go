@@ -657,6 +657,7 @@ func TestListAppFilterOfAnotherApp(t *testing.T) {
 		var spec struct {
 			Paths map[string]map[string]struct {
 				Parameters []struct{ Name, In string } `json:"parameters"`
+				Responses  map[string]json.RawMessage  `json:"responses"`
 			} `json:"paths"`
 		}
 		require.NoError(t, json.Unmarshal(doc.Body, &spec))
@@ -666,6 +667,9 @@ func TestListAppFilterOfAnotherApp(t *testing.T) {
 					require.Contains(t, routes, path, "%s filters by app_id and has no row here", path)
 				}
 			}
+		}
+		for _, route := range routes {
+			require.Contains(t, spec.Paths[route]["get"].Responses, "404", "%s documents its 404", route)
 		}
 
 		for _, route := range routes {
