@@ -35,6 +35,13 @@ func (o ownAgents) OwnedApp(ctx context.Context, _ *auth.Caller, id string) (*st
 	return o.s.AppGet(ctx, id)
 }
 
+func (o ownAgents) ListApp(_ context.Context, c *auth.Caller, id string) (string, error) {
+	if id == "" {
+		return c.AppID, nil
+	}
+	return id, nil
+}
+
 // echo stands for the provider: the LLM vendors are what we may fake.
 type echo struct{}
 

@@ -37,6 +37,7 @@ import (
 type Agents interface {
 	VisibleAgent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error)
 	OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
+	ListApp(ctx context.Context, c *auth.Caller, appID string) (string, error)
 }
 
 // ResolveFunc turns a provider_id ("" for the default) into a client, the
@@ -422,16 +423,15 @@ func (s *Service) Cancel(ctx context.Context, a *store.Activation) (*store.Activ
 }
 
 // List returns a page of the caller's activations that f selects. A key
-// bound to one app lists that app's only: a filter on another app selects
-// nothing, as it would for an app that does not exist.
+// bound to one app lists that app's only; a filter on an app that is not
+// the caller's (or not the bound key's) is a 404, as on the app's routes.
 func (s *Service) List(ctx context.Context, c *auth.Caller, f store.ActivationFilter) ([]store.Activation, int, error) {
 	f.UserID = c.UserID
-	if c.AppID != "" {
-		if f.AppID != "" && !c.SeesApp(f.AppID) {
-			return []store.Activation{}, 0, nil
-		}
-		f.AppID = c.AppID
+	app, err := s.Agents.ListApp(ctx, c, f.AppID)
+	if err != nil {
+		return nil, 0, err
 	}
+	f.AppID = app
 	return s.Store.ActivationList(ctx, f)
 }
 

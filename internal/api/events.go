@@ -53,7 +53,8 @@ func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Since = n
 	}
-	if err := auth.AllowApp(caller, req.Filter.AppID); err != nil {
+	// An app filter names one of the caller's apps, as the lists' do.
+	if _, err := a.Apps.ListApp(r.Context(), caller, req.Filter.AppID); err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -123,7 +124,7 @@ func (a *API) documentEventsSocket() {
 			"400": errResp("A bad query parameter (e.g. since), or not a WebSocket handshake"),
 			"401": errResp("No or invalid credentials"),
 			"403": errResp("A cross-origin cookie request"),
-			"404": errResp("app_id names an app a key bound to another app does not see"),
+			"404": errResp("app_id names no app of yours (or one a key bound to another app does not see)"),
 			"429": errResp("Rate limit exceeded, or too many open connections of the user"),
 		},
 		Metadata: map[string]any{ruleKey: auth.AppUse},

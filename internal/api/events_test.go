@@ -65,6 +65,7 @@ func TestEventsSocket(t *testing.T) {
 		bobID := e.do("GET", "/api/v1/users/me", nil, bearer(bob)).expect(t, 200).str("id")
 		key := e.keyWith(alice, "read:all")
 		auth := func(token string) http.Header { return http.Header{"Authorization": {"Bearer " + token}} }
+		app1 := e.llmAgent(alice, nil, 0).appID // a filter names one of the caller's apps
 
 		// Refusals answer with the error body before any upgrade.
 		e.do("GET", "/api/v1/ws", nil).expectError(t, 401, "AuthenticationError", "Authentication required")
@@ -80,13 +81,13 @@ func TestEventsSocket(t *testing.T) {
 		require.Equal(t, 403, status)
 
 		byHeader, _ := e.socket("", auth(key))
-		byQuery, _ := e.socket("token="+alice+"&app_id=app1", nil)
+		byQuery, _ := e.socket("token="+alice+"&app_id="+app1, nil)
 		byCookie, _ := e.socket("", http.Header{"Cookie": {"ap_session=" + alice}, "Origin": {e.url}})
 		bobs, _ := e.socket("", auth(bob))
 
-		e.emit(bobID, events.ActivationCompleted, "app1")
+		e.emit(bobID, events.ActivationCompleted, app1)
 		skipped := e.emit(aliceID, events.ActivationFailed, "app2")
-		ev := e.emit(aliceID, events.ActivationCompleted, "app1")
+		ev := e.emit(aliceID, events.ActivationCompleted, app1)
 		for _, c := range []*websocket.Conn{byHeader, byCookie} {
 			require.Equal(t, skipped.ActivationID, readEvent(t, c)["activation_id"])
 			got := readEvent(t, c)
@@ -94,7 +95,7 @@ func TestEventsSocket(t *testing.T) {
 			require.Equal(t, "activation_completed", got["type"])
 			require.EqualValues(t, ev.Seq, got["seq"])
 			require.Equal(t, map[string]any{"response": "hi"}, got["output_data"])
-			require.Equal(t, map[string]any{"app_id": "app1", "chat_id": "c1"}, got["context"])
+			require.Equal(t, map[string]any{"app_id": app1, "chat_id": "c1"}, got["context"])
 			require.NotEmpty(t, got["timestamp"])
 		}
 		require.Equal(t, ev.ActivationID, readEvent(t, byQuery)["activation_id"], "app_id filter skipped app2")

@@ -219,7 +219,8 @@ func TestWorkerEndpointsShowNoPrivateData(t *testing.T) {
 // of the OpenAPI document (a route added without a row here fails the
 // test): another app's things, of the same user (B) or of another user
 // reached with X-Admin-Reason (C), answer 404 as if absent; account-level
-// things answer 403; lists hold only A's things. Each refused call has a
+// things answer 403; lists hold only A's things, and a list's filter
+// naming another app is as absent as the app. Each refused call has a
 // control on A's things with the same key where that makes sense, so a
 // 404 is the binding's, not a bad request's. The key is the strongest
 // there is: admin and write:all scopes of an admin.
@@ -413,7 +414,8 @@ func TestBoundKeyRouteTable(t *testing.T) {
 				{ids: none, body: map[string]any{"agent_id": fc.agentID, "input_data": map[string]any{"prompt": "p"}}, status: absent},
 				{ids: none, body: map[string]any{"agent_id": assistant, "input_data": map[string]any{"prompt": "p"}}, status: absent}}},
 			{"GET /api/v1/activations", []call{{ids: none, status: 200, only: map[string]string{"app_id": fa.appID}},
-				{ids: none, query: "app_id=" + fb.appID, status: 200, only: map[string]string{"app_id": ""}},
+				{ids: none, query: "app_id=" + fa.appID, status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: none, query: "app_id=" + fb.appID, status: absent}, {ids: none, query: "app_id=" + fc.appID, status: absent},
 				{ids: none, query: "agent_id=" + fb.agentID, status: 200, only: map[string]string{"app_id": ""}}}},
 			{"GET /api/v1/activations/{activation_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
 			{"GET /api/v1/activations/{activation_id}/stream", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
@@ -428,7 +430,9 @@ func TestBoundKeyRouteTable(t *testing.T) {
 				{ids: C, status: absent}, {ids: AwithB, status: absent}}},
 
 			// Functions: A's; another app's are absent.
-			{"GET /api/v1/functions", []call{{ids: none, status: 200, only: map[string]string{"app_id": fa.appID}}}},
+			{"GET /api/v1/functions", []call{{ids: none, status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: none, query: "app_id=" + fa.appID, status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: none, query: "app_id=" + fb.appID, status: absent}, {ids: none, query: "app_id=" + fc.appID, status: absent}}},
 			{"POST /api/v1/functions", []call{{ids: none, body: map[string]any{"app_id": fa.appID, "name": "made", "code": "async function run() {}"}, status: 201},
 				{ids: none, body: map[string]any{"app_id": fb.appID, "name": "made", "code": "async function run() {}"}, status: absent},
 				{ids: none, body: map[string]any{"app_id": fc.appID, "name": "made", "code": "async function run() {}"}, status: absent}}},
@@ -446,7 +450,8 @@ func TestBoundKeyRouteTable(t *testing.T) {
 
 			// Pipelines: A's; another app's, and their runs, are absent.
 			{"GET /api/v1/pipelines", []call{{ids: none, status: 200, only: map[string]string{"app_id": fa.appID}},
-				{ids: none, query: "app_id=" + fb.appID, status: 200, only: map[string]string{"app_id": ""}}}},
+				{ids: none, query: "app_id=" + fa.appID, status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: none, query: "app_id=" + fb.appID, status: absent}, {ids: none, query: "app_id=" + fc.appID, status: absent}}},
 			{"POST /api/v1/pipelines", []call{
 				{ids: none, body: map[string]any{"app_id": fa.appID, "name": "made", "steps": []any{map[string]any{"id": "s", "type": "function", "ref": "echo"}}}, status: 201},
 				{ids: none, body: map[string]any{"app_id": fb.appID, "name": "made", "steps": []any{map[string]any{"id": "s", "type": "function", "ref": "echo"}}}, status: absent},
@@ -471,7 +476,8 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			{"DELETE /api/v1/data/{app_id}/models/{slug}", []call{{ids: B, status: absent}, {ids: C, status: absent}}},
 			// No app has an authenticator "crm": A's answer says so, the
 			// others are absent.
-			{"GET /api/v1/credentials", []call{{ids: none, status: 200}, {ids: none, query: "app_id=" + fb.appID, status: 200}}},
+			{"GET /api/v1/credentials", []call{{ids: none, status: 200}, {ids: none, query: "app_id=" + fa.appID, status: 200},
+				{ids: none, query: "app_id=" + fb.appID, status: absent}, {ids: none, query: "app_id=" + fc.appID, status: absent}}},
 			{"GET /api/v1/credentials/{app_id}/{provider}", credentialCalls(nil)},
 			{"DELETE /api/v1/credentials/{app_id}/{provider}", credentialCalls(nil)},
 			{"GET /api/v1/credentials/{app_id}/{provider}/connected", credentialCalls(nil)},
@@ -628,5 +634,70 @@ func TestBoundKeyRouteTable(t *testing.T) {
 		// The queue was not paused: B's agent still runs.
 		id := e.do("POST", "/api/v1/agents/"+fb.agentID+"/activate", activate, bearer(owner)).expect(t, 201).str("activation_id")
 		require.Equal(t, "completed", e.await(owner, id).str("status"))
+	})
+}
+
+// TestListAppFilterOfAnotherApp: every list that takes an app_id filter
+// (a route of the OpenAPI document with that query parameter and no row
+// here fails the test) answers another user's app, an app that does not
+// exist and a malformed id 404 as the app's own routes do, not an empty
+// list; the caller's own app is a 200 (the control).
+func TestListAppFilterOfAnotherApp(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		e.signup("admin@example.com") // the first user is an admin; the callers are not
+		tok := e.signup("lists@example.com")
+		other := e.signup("lists-other@example.com")
+		mine, theirs := e.llmAgent(tok, nil, 0).appID, e.llmAgent(other, nil, 0).appID
+
+		routes := []string{"/api/v1/activations", "/api/v1/functions", "/api/v1/pipelines", "/api/v1/credentials",
+			"/api/v1/oauth/authenticators", "/api/v1/ws"}
+		doc := e.do("GET", "/api/v1/openapi.json", nil).expect(t, 200)
+		var spec struct {
+			Paths map[string]map[string]struct {
+				Parameters []struct{ Name, In string } `json:"parameters"`
+				Responses  map[string]json.RawMessage  `json:"responses"`
+			} `json:"paths"`
+		}
+		require.NoError(t, json.Unmarshal(doc.Body, &spec))
+		for path, ops := range spec.Paths {
+			for _, p := range ops["get"].Parameters {
+				if p.In == "query" && p.Name == "app_id" {
+					require.Contains(t, routes, path, "%s filters by app_id and has no row here", path)
+				}
+			}
+		}
+		for _, route := range routes {
+			require.Contains(t, spec.Paths[route]["get"].Responses, "404", "%s documents its 404", route)
+		}
+
+		for _, route := range routes {
+			for _, c := range []struct {
+				appID  string
+				status int
+			}{
+				{mine, 200},
+				{theirs, http.StatusNotFound},
+				{uuid.NewString(), http.StatusNotFound},
+				{"not-a-uuid", http.StatusNotFound},
+			} {
+				name := route + "?app_id=" + c.appID
+				if route == "/api/v1/ws" {
+					want := c.status
+					if want == 200 {
+						want = http.StatusSwitchingProtocols
+					}
+					_, status := e.socket("app_id="+c.appID, http.Header{"Authorization": {"Bearer " + tok}})
+					assert.Equal(t, want, status, name)
+					continue
+				}
+				r := e.do("GET", route+"?app_id="+c.appID, nil, bearer(tok))
+				if assert.Equal(t, c.status, r.Status, "%s: %s", name, r.Body) && c.status == http.StatusNotFound {
+					assert.Equal(t, "NotFoundError", r.str("error_type"), name)
+					assert.Contains(t, r.str("detail"), "App not found", name)
+				}
+			}
+		}
 	})
 }

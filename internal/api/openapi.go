@@ -111,6 +111,10 @@ var extraErrors = map[string]map[int]string{
 	"add-service-provider": {http.StatusConflict: "The app already has an authenticator of this name."},
 	"update-authenticator": {http.StatusConflict: "The app already has an authenticator of this name."},
 	"list-authenticators":  {http.StatusNotFound: "`app_id` names no app of yours."},
+	"list-activations":     {http.StatusNotFound: "`app_id` names no app of yours."},
+	"list-functions":       {http.StatusNotFound: "`app_id` names no app of yours."},
+	"list-pipelines":       {http.StatusNotFound: "`app_id` names no app of yours."},
+	"list-credentials":     {http.StatusNotFound: "`app_id` names no app of yours."},
 }
 
 const tokenExpired = "TokenExpiredError: the token expired and could not be refreshed, or the connection was lost (the user must connect again)."

@@ -724,3 +724,98 @@ func TestPipelineManifestTemplates(t *testing.T) {
 		require.Empty(t, list(e.do("GET", "/api/v1/pipelines", nil, bearer(tok)).expect(t, 200), "pipelines"), "nothing imported")
 	})
 }
+
+// partIDs maps the names of an app's functions and agents to their ids.
+func (e *env) partIDs(token, appID string) (functions, agents map[string]string) {
+	e.t.Helper()
+	functions, agents = map[string]string{}, map[string]string{}
+	for _, f := range list(e.do("GET", "/api/v1/functions?app_id="+appID, nil, bearer(token)).expect(e.t, 200), "functions") {
+		functions[f["name"].(string)] = f["id"].(string)
+	}
+	for _, a := range list(e.do("GET", "/api/v1/apps/"+appID+"/agents", nil, bearer(token)).expect(e.t, 200), "agents") {
+		agents[a["name"].(string)] = a["id"].(string)
+	}
+	return functions, agents
+}
+
+// TestPipelineStepRefByID: a step's ref is a function's or agent's name or
+// id within the pipeline's app (a program that made the function over the
+// API has its id); creating and patching take either, the run finds the
+// part by it, and another app's or another user's id is a 400 naming the
+// field, as an unknown name is, without speaking of a manifest. A
+// manifest's refs stay names of its own parts, and the exported manifest
+// of an app whose pipeline names parts by id names them by name.
+func TestPipelineStepRefByID(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		tok := e.signup("ids@example.com")
+		other := e.signup("ids-other@example.com")
+		appID := e.pipelineApp(tok)
+		fns, agents := e.partIDs(tok, appID)
+		secondApp := e.pipelineApp(tok)
+		fns2, agents2 := e.partIDs(tok, secondApp)
+		otherFns, otherAgents := e.partIDs(other, e.pipelineApp(other))
+
+		// Made over the API, named by id: 201, kept as given, and it runs.
+		steps := []map[string]any{
+			step("clean", "function", fns["shout"], map[string]any{"text": "{{input.text}}", "n": 1}),
+			step("js", "agent", agents["echoer"], map[string]any{"text": "{{steps.clean.output.text}}"}),
+			step("named", "function", "shout", map[string]any{"text": "{{steps.js.output.seen}}", "n": 2}),
+		}
+		r := e.do("POST", "/api/v1/pipelines", map[string]any{"app_id": appID, "name": "by-id", "steps": steps}, bearer(tok)).expect(t, 201)
+		require.Equal(t, fns["shout"], list(r, "steps")[0]["ref"])
+		require.Equal(t, agents["echoer"], list(r, "steps")[1]["ref"])
+		id := r.str("pipeline_id")
+		done := e.awaitRun(tok, e.runPipeline(tok, id, map[string]any{"text": "hey"}).str("run_id"))
+		require.Equal(t, "completed", done.str("status"), "body: %s", done.Body)
+		require.Equal(t, "HEY", runSteps(done)[1]["output"].(map[string]any)["seen"])
+		require.Equal(t, "HEY", done.JSON["output"].(map[string]any)["text"])
+
+		// Another app's or user's id, an id of the other kind and an
+		// unknown name: a 400 naming the field, with no manifest in sight.
+		for _, tc := range []struct {
+			name, typ, ref string
+		}{
+			{"same user's other app's function", "function", fns2["shout"]},
+			{"same user's other app's agent", "agent", agents2["echoer"]},
+			{"another user's function", "function", otherFns["shout"]},
+			{"another user's agent", "agent", otherAgents["echoer"]},
+			{"an agent's id as a function", "function", agents["echoer"]},
+			{"a function's id as an agent", "agent", fns["shout"]},
+			{"unknown name", "function", "ghost"},
+		} {
+			body := map[string]any{"app_id": appID, "name": "x", "steps": []any{step("a", "function", "shout", nil), step("b", tc.typ, tc.ref, nil)}}
+			r := e.do("POST", "/api/v1/pipelines", body, bearer(tok)).expectError(t, 400, "ValidationError", "steps[1].ref")
+			require.NotContains(t, r.str("detail"), "manifest", tc.name)
+			require.Contains(t, r.str("detail"), tc.ref, tc.name)
+			r = e.do("PATCH", "/api/v1/pipelines/"+id, map[string]any{"steps": body["steps"]}, bearer(tok)).expectError(t, 400, "ValidationError", "steps[1].ref")
+			require.NotContains(t, r.str("detail"), "manifest", tc.name)
+		}
+
+		// A patch takes ids too.
+		p := e.do("PATCH", "/api/v1/pipelines/"+id, map[string]any{"steps": []any{step("only", "agent", agents["echoer"], map[string]any{"text": "{{input.text}}"})}}, bearer(tok)).expect(t, 200)
+		require.Equal(t, agents["echoer"], list(p, "steps")[0]["ref"])
+		done = e.awaitRun(tok, e.runPipeline(tok, id, map[string]any{"text": "again"}).str("run_id"))
+		require.Equal(t, "completed", done.str("status"), "body: %s", done.Body)
+		require.Equal(t, "again", done.JSON["output"].(map[string]any)["seen"])
+
+		// The app's manifest names its parts: it imports as a new app.
+		m := e.do("GET", "/api/v1/apps/"+appID+"/manifest", nil, bearer(tok)).expect(t, 200).JSON
+		var exported []any
+		for _, pl := range m["pipelines"].([]any) {
+			for _, s := range pl.(map[string]any)["steps"].([]any) {
+				exported = append(exported, s.(map[string]any)["ref"])
+			}
+		}
+		require.Equal(t, []any{"echoer"}, exported)
+		m["slug"] = "copy-" + uuid.NewString()[:8]
+		e.importManifest(tok, m).expect(t, 201)
+
+		// A manifest's refs are names of its own parts; its error names the manifest.
+		m["slug"] = "copy-" + uuid.NewString()[:8]
+		m["pipelines"].([]any)[0].(map[string]any)["steps"].([]any)[0].(map[string]any)["ref"] = agents["echoer"]
+		e.importManifest(tok, m).expectError(t, 400, "ValidationError", "pipelines[0].steps[0].ref").
+			expectError(t, 400, "ValidationError", "in this manifest")
+	})
+}

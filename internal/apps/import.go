@@ -207,8 +207,29 @@ func (s *Service) manifestOf(ctx context.Context, app *store.App) (*Manifest, er
 	m.Agents = mapAll(agents, agentSpec)
 	m.Functions = mapAll(functions, functionSpec)
 	m.Pipelines = mapAll(pipelines, pipelineSpec)
+	namesByID(m.Pipelines, agents, functions)
 	m.Authenticators = mapAll(auths, s.AuthenticatorSpec)
 	return m, nil
+}
+
+// namesByID makes the steps of pipelines that name a part by id (made
+// over the API) name it by name, as a manifest's steps do: the ids are
+// this app's, an installed copy's parts get others.
+func namesByID(pipelines []PipelineSpec, agents []store.Agent, functions []store.Function) {
+	names := map[string]map[string]string{"agent": {}, "function": {}}
+	for _, a := range agents {
+		names["agent"][a.ID] = a.Name
+	}
+	for _, f := range functions {
+		names["function"][f.ID] = f.Name
+	}
+	for _, p := range pipelines {
+		for i, st := range p.Steps {
+			if name, ok := names[st.Type][st.Ref]; ok {
+				p.Steps[i].Ref = name
+			}
+		}
+	}
 }
 
 func mapAll[S, T any](items []S, fn func(*S) T) []T {

@@ -94,11 +94,12 @@ type PipelineSpec struct {
 }
 
 // Step is one step of a pipeline; Ref names an agent or function of the
-// manifest, Input is a JSON template.
+// manifest (by name), or of the app (by name or id) for a pipeline made
+// over the API; Input is a JSON template.
 type Step struct {
 	ID    string          `json:"id"`
 	Type  string          `json:"type" enum:"agent,function"`
-	Ref   string          `json:"ref"`
+	Ref   string          `json:"ref" doc:"The agent's or function's name, or over the API its id, within the pipeline's app"`
 	Input json.RawMessage `json:"input,omitempty"`
 }
 
@@ -256,7 +257,7 @@ func decodeManifest(d *decoder, o *object) *Manifest {
 
 	m.Pipelines = []PipelineSpec{}
 	pipelines := map[string]bool{}
-	refs := map[string]map[string]bool{"agent": agents, "function": functions}
+	refs := Refs{Known: map[string]map[string]bool{"agent": agents, "function": functions}}
 	for i, item := range o.array("pipelines", false) {
 		path := index(o.at("pipelines"), i)
 		p := decodePipeline(d, d.asObject(item, path, true), refs)
@@ -442,7 +443,24 @@ func checkSchema(d *decoder, s *object) {
 	s.stringList("required")
 }
 
-func decodePipeline(d *decoder, o *object, refs map[string]map[string]bool) PipelineSpec {
+// Refs are what a pipeline's steps may name, by type ("agent",
+// "function"). A manifest's steps name its own parts by name (their ids do
+// not exist yet); a pipeline made over the API names its app's parts by
+// name or id (InApp), and its errors speak of the app, not of a manifest.
+type Refs struct {
+	Known map[string]map[string]bool
+	InApp bool
+}
+
+// unknown is the error text of a ref that names no part of its type.
+func (r Refs) unknown(typ, ref string) string {
+	if r.InApp {
+		return fmt.Sprintf("no %s of the app has the name or id %q", typ, ref)
+	}
+	return fmt.Sprintf("no %s named %q in this manifest", typ, ref)
+}
+
+func decodePipeline(d *decoder, o *object, refs Refs) PipelineSpec {
 	p := PipelineSpec{Name: o.str("name", true), Steps: []Step{}}
 	o.maxLen("name", p.Name, 100)
 	p.Description = o.str("description", false)
@@ -458,8 +476,8 @@ func decodePipeline(d *decoder, o *object, refs map[string]map[string]bool) Pipe
 		if s.ID != "" && ids[s.ID] {
 			d.invalid(so.at("id"), "duplicate step id %q", s.ID)
 		}
-		if s.Ref != "" && refs[s.Type] != nil && !refs[s.Type][s.Ref] {
-			d.invalid(so.at("ref"), "no %s named %q in this manifest", s.Type, s.Ref)
+		if s.Ref != "" && refs.Known[s.Type] != nil && !refs.Known[s.Type][s.Ref] {
+			d.invalid(so.at("ref"), "%s", refs.unknown(s.Type, s.Ref))
 		}
 		// Checked here, not only by the pipelines API, so that a manifest
 		// cannot install a pipeline whose runs all fail at that step.
@@ -537,8 +555,8 @@ func DecodeAuthenticator(v any) (*Authenticator, error) {
 }
 
 // DecodePipeline validates one pipeline given on its own (the pipelines
-// API); refs names the app's agents and functions (type → name → true).
-func DecodePipeline(v any, refs map[string]map[string]bool) (*PipelineSpec, error) {
+// API); refs are the app's agents and functions.
+func DecodePipeline(v any, refs Refs) (*PipelineSpec, error) {
 	return decodePart(v, "pipeline", func(d *decoder, o *object) PipelineSpec { return decodePipeline(d, o, refs) })
 }
 

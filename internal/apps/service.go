@@ -93,6 +93,22 @@ func (s *Service) ManagedApp(ctx context.Context, c *auth.Caller, appID string) 
 	return s.ownedApp(ctx, c, appID, actionManage)
 }
 
+// ListApp is the app filter of one of c's lists given the asked app_id:
+// an app asked for is checked as OwnedApp, so another user's app, one
+// that does not exist and one a bound key does not see are ErrAppNotFound,
+// as on the app's own routes (not an empty list); none asked is every app
+// of the caller, or a bound key's own.
+func (s *Service) ListApp(ctx context.Context, c *auth.Caller, appID string) (string, error) {
+	if appID == "" {
+		return c.AppID, nil
+	}
+	app, err := s.OwnedApp(ctx, c, appID)
+	if err != nil {
+		return "", err
+	}
+	return app.ID, nil
+}
+
 func (s *Service) ownedApp(ctx context.Context, c *auth.Caller, appID, action string) (*store.App, error) {
 	if uuid.Validate(appID) != nil {
 		return nil, ErrAppNotFound

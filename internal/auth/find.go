@@ -29,16 +29,3 @@ func Find[T any](ctx context.Context, s *Service, c *Caller, id string, get func
 	}
 	return v, nil
 }
-
-// ListApp is the app filter of one of c's lists given the asked appID: a
-// key bound to an app lists that app's things only, and asking it for
-// another app's lists nothing (ok false).
-func (c *Caller) ListApp(appID string) (app string, ok bool) {
-	if c.AppID == "" {
-		return appID, true
-	}
-	if appID != "" && appID != c.AppID {
-		return "", false
-	}
-	return c.AppID, true
-}

@@ -41,8 +41,15 @@ const (
 // Lead is how long before expiry the background refresher renews tokens.
 const Lead = 5 * time.Minute
 
+// Apps checks the app filter of a list (apps.Service).
+type Apps interface {
+	ListApp(ctx context.Context, c *auth.Caller, appID string) (string, error)
+}
+
 // Options tune the service; zero values are the defaults.
 type Options struct {
+	// Apps checks a list's app filter (apps.Service); required.
+	Apps      Apps
 	Egress    *egress.Guard
 	PublicURL string
 	// ScanInterval is how often the refresher looks for due connections
@@ -308,12 +315,9 @@ func isConnected(c *store.Connection) bool {
 // List is list_connections: c's connections (of appID when given), with
 // their health.
 func (s *Service) List(ctx context.Context, c *auth.Caller, appID string, limit, offset int) ([]Connection, int, error) {
-	if appID != "" && uuid.Validate(appID) != nil {
-		return nil, 0, errAppNotFound
-	}
-	app, ok := c.ListApp(appID)
-	if !ok {
-		return []Connection{}, 0, nil
+	app, err := s.opts.Apps.ListApp(ctx, c, appID)
+	if err != nil {
+		return nil, 0, err
 	}
 	conns, total, err := s.store.ConnectionList(ctx, c.UserID, app, limit, offset)
 	if err != nil {

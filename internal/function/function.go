@@ -31,6 +31,7 @@ import (
 type Apps interface {
 	OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
 	ManagedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
+	ListApp(ctx context.Context, c *auth.Caller, appID string) (string, error)
 }
 
 // Service is the functions domain.
@@ -72,9 +73,9 @@ func (s *Service) Get(ctx context.Context, c *auth.Caller, id string) (*store.Fu
 
 // List returns a page of the caller's functions (of app appID when set).
 func (s *Service) List(ctx context.Context, c *auth.Caller, appID string, limit, offset int) ([]store.Function, int, error) {
-	appID, ok := c.ListApp(appID)
-	if !ok {
-		return []store.Function{}, 0, nil
+	appID, err := s.apps.ListApp(ctx, c, appID)
+	if err != nil {
+		return nil, 0, err
 	}
 	return s.store.FunctionListByUser(ctx, c.UserID, appID, limit, offset)
 }

@@ -59,6 +59,7 @@ const Queue = "pipelines"
 type Apps interface {
 	OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
 	ManagedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
+	ListApp(ctx context.Context, c *auth.Caller, appID string) (string, error)
 }
 
 // Activations starts an agent step's activation, and names this worker
@@ -127,31 +128,31 @@ func (s *Service) Get(ctx context.Context, c *auth.Caller, id string) (*store.Pi
 
 // List returns a page of the caller's pipelines (of app appID when set).
 func (s *Service) List(ctx context.Context, c *auth.Caller, appID string, limit, offset int) ([]store.Pipeline, int, error) {
-	appID, ok := c.ListApp(appID)
-	if !ok {
-		return []store.Pipeline{}, 0, nil
+	appID, err := s.apps.ListApp(ctx, c, appID)
+	if err != nil {
+		return nil, 0, err
 	}
 	return s.store.PipelineListByUser(ctx, c.UserID, appID, limit, offset)
 }
 
 // decode validates a pipeline against its app: the manifest's rules, refs
-// that name the app's agents and functions, and templates that name only
-// the run's input and earlier steps.
+// that name the app's agents and functions (by name or id), and templates
+// that name only the run's input and earlier steps.
 func (s *Service) decode(ctx context.Context, appID string, body map[string]any) (*apps.PipelineSpec, error) {
-	refs := map[string]map[string]bool{"agent": {}, "function": {}}
+	refs := apps.Refs{Known: map[string]map[string]bool{"agent": {}, "function": {}}, InApp: true}
 	agents, err := s.store.AgentListByApp(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
 	for _, a := range agents {
-		refs["agent"][a.Name] = true
+		refs.Known["agent"][a.Name], refs.Known["agent"][a.ID] = true, true
 	}
 	fns, err := s.store.FunctionListByApp(ctx, appID)
 	if err != nil {
 		return nil, err
 	}
 	for _, f := range fns {
-		refs["function"][f.Name] = true
+		refs.Known["function"][f.Name], refs.Known["function"][f.ID] = true, true
 	}
 	spec, err := apps.DecodePipeline(body, refs)
 	if err != nil {

@@ -163,9 +163,10 @@ func (s *Service) startAgent(ctx context.Context, w *where, def apps.Step, input
 	if err != nil {
 		return err
 	}
+	// The ref is the agent's name or id; a name wins, as for functions.
 	agentID := ""
 	for _, a := range agents {
-		if a.Name == def.Ref {
+		if a.Name == def.Ref || (agentID == "" && a.ID == def.Ref) {
 			agentID = a.ID
 		}
 	}

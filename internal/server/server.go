@@ -186,7 +186,7 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	s.Data = appdata.New(s.Store)
 	s.Data.Quotas = s.Config.Quotas
-	s.Credentials = credential.New(s.Store, s.Secrets, s.Events, s.Log, credential.Options{Egress: s.Egress,
+	s.Credentials = credential.New(s.Store, s.Secrets, s.Events, s.Log, credential.Options{Apps: s.Apps, Egress: s.Egress,
 		PublicURL: s.Config.PublicURL, ScanInterval: s.Config.CredentialScanInterval,
 		RefreshRate: s.Config.CredentialRefreshRate})
 	s.Credentials.AddJobs(s.Queue)
