@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
@@ -234,4 +235,21 @@ func TestOpenAPIAuthenticatorPath(t *testing.T) {
 		require.Contains(t, id["description"], "The "+want+"'s id", method)
 		require.Contains(t, op.Description, "`id` is the "+want+"'s id", method)
 	}
+}
+
+// TestOpenAPI30HasNoNullType: the OpenAPI 3.0 variant has no `type: null`
+// (3.0 knows nullable only; validators refuse it).
+func TestOpenAPI30HasNoNullType(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, store.SQLite, nil)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(e.do("GET", "/api/v1/openapi-3.0.json", nil).expect(t, 200).Body, &doc))
+	require.Equal(t, "3.0.3", doc["openapi"])
+	var bad []string
+	walkSchemas(doc, "", func(where string, s map[string]any) {
+		if typ, ok := s["type"].([]any); ok || s["type"] == "null" {
+			bad = append(bad, where+": type "+fmt.Sprint(s["type"], typ))
+		}
+	})
+	require.Empty(t, bad)
 }

@@ -83,7 +83,9 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 		if nullable {
 			desc += "; null until completed"
 		}
-		return &huma.Schema{Description: desc, AnyOf: []*huma.Schema{ref(reflect.TypeFor[LLMOutput]()), anyJSON(registry), {Type: "null"}}}
+		// `{}` admits null too: no {type: null} branch, which OpenAPI 3.0
+		// (the downgraded document) does not know.
+		return &huma.Schema{Description: desc, AnyOf: []*huma.Schema{ref(reflect.TypeFor[LLMOutput]()), anyJSONOrNull(registry, "what a custom agent returned")}}
 	}
 	executionStatus := &huma.Schema{Type: huma.TypeString, Enum: []any{function.StatusCompleted, function.StatusFailed},
 		Description: "Executions run to their end before the answer: completed, or failed with error"}
