@@ -84,7 +84,8 @@ func TestAPIKeyValidation(t *testing.T) {
 		{"expiry in the past", map[string]any{"name": "k", "scopes": []string{"read:all"}, "expires_at": time.Now().Add(-time.Hour)}, 400, "expires_at must be in the future"},
 		{"expiry not a time", map[string]any{"name": "k", "scopes": []string{"read:all"}, "expires_at": "tomorrow"}, 400, "expires_at"},
 		{"unknown app", map[string]any{"name": "k", "scopes": []string{"read:all"}, "app_id": uuid.NewString()}, 404, "App not found"},
-		{"app id not a uuid", map[string]any{"name": "k", "scopes": []string{"read:all"}, "app_id": "nope"}, 404, "App not found"},
+		// The document says format uuid (DESIGN §4): a malformed id is a bad field.
+		{"app id not a uuid", map[string]any{"name": "k", "scopes": []string{"read:all"}, "app_id": "nope"}, 400, "Invalid value for field app_id"},
 		{"admin scope for a non-admin", map[string]any{"name": "k", "scopes": []string{"admin"}}, 403, "Insufficient permissions"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

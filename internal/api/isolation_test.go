@@ -503,14 +503,14 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			{"GET /api/apps/{appId}/{modelSlug}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
 
 			// OAuth authenticators: A's; another app's are absent.
-			{"POST /api/v1/oauth/authenticators/{app_id}", []call{{ids: A, body: newAuthenticator("made"), status: 201},
+			{"POST /api/v1/oauth/authenticators/{id}", []call{{ids: A, body: newAuthenticator("made"), status: 201},
 				{ids: B, body: newAuthenticator("made"), status: absent}, {ids: C, body: newAuthenticator("made"), status: absent}}},
 			{"GET /api/v1/oauth/authenticators", []call{{ids: none, query: "app_id=" + fa.appID, status: 200, only: map[string]string{"app_id": fa.appID}},
 				{ids: none, query: "app_id=" + fb.appID, status: absent}, {ids: none, query: "app_id=" + fc.appID, status: absent}}},
-			{"GET /api/v1/oauth/authenticators/{authenticator_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
-			{"PATCH /api/v1/oauth/authenticators/{authenticator_id}", []call{{ids: A, body: map[string]any{"is_active": true}, status: 200},
+			{"GET /api/v1/oauth/authenticators/{id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"PATCH /api/v1/oauth/authenticators/{id}", []call{{ids: A, body: map[string]any{"is_active": true}, status: 200},
 				{ids: B, body: map[string]any{"is_active": false}, status: absent}, {ids: C, body: map[string]any{"is_active": false}, status: absent}}},
-			{"DELETE /api/v1/oauth/authenticators/{authenticator_id}", []call{{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"DELETE /api/v1/oauth/authenticators/{id}", []call{{ids: B, status: absent}, {ids: C, status: absent}}},
 			{"GET /api/v1/apps/{app_id}/service-providers", []call{{ids: A, status: 200, only: map[string]string{"app_id": fa.appID}},
 				{ids: B, status: absent}, {ids: C, status: absent}}},
 			{"POST /api/v1/apps/{app_id}/service-providers", []call{{ids: A, body: newAuthenticator("made-here"), status: 201},
@@ -565,6 +565,15 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			for _, c := range r.calls {
 				made++
 				path := template
+				if template == "/api/v1/oauth/authenticators/{id}" {
+					// One path in the document for two routes: POST takes
+					// the app's id, the others the authenticator's.
+					id := c.ids["authenticator_id"]
+					if method == http.MethodPost {
+						id = c.ids["app_id"]
+					}
+					path = strings.ReplaceAll(path, "{id}", id)
+				}
 				for k, v := range c.ids {
 					path = strings.ReplaceAll(path, "{"+k+"}", v)
 				}

@@ -456,6 +456,131 @@ func finishDocument(oapi *huma.OpenAPI) error {
 			s.AdditionalProperties = true
 		}
 	}
+	formatNumbersAndIds(registry, all)
+	forEachOperation(oapi, documentForGenerators)
+	return mergeAuthenticatorPaths(oapi)
+}
+
+// notUUIDIds are the id-named fields and parameters whose values are not
+// UUIDs (keyed by name, or by "Schema.name"); every other id is
+// `format: uuid` (DESIGN §4 Operations).
+var notUUIDIds = map[string]bool{
+	"chat_id": true, "session_id": true, // chosen by the caller
+	"client_id":        true, // the OAuth client id a provider issued
+	"provider_user_id": true, // the user's id at the OAuth provider
+	"provider_id":      true, // an LLM provider: system providers' ids are names (echo, openai, anthropic)
+	"webhook_id":       true, // msg_<uuid>, the Standard Webhooks message id
+	"resource_id":      true, // any audited resource, an LLM provider (a name) included
+	"LLMProvider.id":   true, // system providers' ids are names
+	"Step.id":          true, // a name the pipeline's author chose
+	"StepState.id":     true,
+}
+
+// isIDName says whether a field or parameter name names an id.
+func isIDName(name string) bool {
+	return name == "id" || strings.HasSuffix(name, "_id") || strings.HasSuffix(name, "Id")
+}
+
+// formatNumbersAndIds says `format: double` on every JSON number and
+// `format: uuid` on every id field of the schemas (which huma then checks
+// on requests too: a malformed id in a body is a 400 naming the field).
+func formatNumbersAndIds(registry huma.Registry, all map[*huma.Schema]bool) {
+	names := map[*huma.Schema]string{}
+	for name, s := range registry.Map() {
+		names[s] = name
+	}
+	for s := range all {
+		if s.Type == huma.TypeNumber && s.Format == "" {
+			s.Format = "double"
+		}
+		for name, p := range s.Properties {
+			if !isIDName(name) || p.Type != huma.TypeString || p.Format != "" || len(p.Enum) > 0 ||
+				notUUIDIds[name] || notUUIDIds[names[s]+"."+name] {
+				continue
+			}
+			p.Format = "uuid"
+		}
+	}
+}
+
+// documentForGenerators finishes one operation for client generators:
+// id parameters are uuids, the record lists' filter[field] is a parameter,
+// and no body type is advertised that the operation refuses.
+func documentForGenerators(op *huma.Operation) {
+	for _, p := range op.Parameters {
+		if (p.In != "path" && p.In != "query") || !isIDName(p.Name) || p.Schema == nil ||
+			p.Schema.Type != huma.TypeString || p.Schema.Format != "" || notUUIDIds[p.Name] ||
+			strings.HasPrefix(op.Path, "/api/v1/llm-providers/") {
+			continue
+		}
+		// A copy: the document says uuid, while the request still
+		// answers a malformed id as absent (404), as any unknown one.
+		doc := *p.Schema
+		doc.Format = "uuid"
+		p.Schema = &doc
+	}
+	if op.OperationID == "list-records" || op.OperationID == "explorer-records" {
+		// Read from the raw query (RecordQuery.Resolve): huma cannot see it.
+		op.Parameters = append(op.Parameters, &huma.Param{
+			Name: "filter", In: "query", Style: "deepObject", Explode: ptrTo(true),
+			Description: "filter[field]=value: records whose field equals value, compared as the field's type " +
+				"(any of the model's fields but json ones); several filters all hold.",
+			Schema: &huma.Schema{Type: huma.TypeObject, AdditionalProperties: &huma.Schema{Type: huma.TypeString}},
+		})
+	}
+	if op.RequestBody != nil && op.RequestBody.Content["application/json"] != nil {
+		// huma adds octet-stream for a RawBody []byte; those handlers
+		// parse JSON and answer anything else 415.
+		delete(op.RequestBody.Content, "application/octet-stream")
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// The spec's two authenticator routes, POST /oauth/authenticators/{app_id}
+// and GET|PATCH|DELETE /oauth/authenticators/{authenticator_id}, are one
+// path to OpenAPI (two templates differing only in the parameter's name
+// are the same path): the document merges them under {id}, each operation
+// saying which id it takes. The routes themselves keep their patterns.
+var authenticatorPaths = map[string]string{
+	"/api/v1/oauth/authenticators/{app_id}":           "app",
+	"/api/v1/oauth/authenticators/{authenticator_id}": "authenticator",
+}
+
+const authenticatorPath = "/api/v1/oauth/authenticators/{id}"
+
+func mergeAuthenticatorPaths(oapi *huma.OpenAPI) error {
+	merged := &huma.PathItem{}
+	for path, what := range authenticatorPaths {
+		item := oapi.Paths[path]
+		if item == nil {
+			return fmt.Errorf("api: no path %s to merge", path)
+		}
+		delete(oapi.Paths, path)
+		for _, op := range []*huma.Operation{item.Get, item.Post, item.Patch, item.Delete, item.Put} {
+			if op == nil {
+				continue
+			}
+			for _, p := range op.Parameters {
+				if p.In == "path" {
+					p.Name = "id"
+					p.Description = "The " + what + "'s id."
+				}
+			}
+			op.Path = authenticatorPath
+			op.Description = paragraphs("`id` is the "+what+"'s id.", op.Description)
+		}
+		for dst, src := range map[**huma.Operation]*huma.Operation{&merged.Get: item.Get, &merged.Post: item.Post,
+			&merged.Patch: item.Patch, &merged.Delete: item.Delete, &merged.Put: item.Put} {
+			if src != nil {
+				if *dst != nil {
+					return fmt.Errorf("api: %s %s is in both authenticator paths", src.Method, authenticatorPath)
+				}
+				*dst = src
+			}
+		}
+	}
+	oapi.Paths[authenticatorPath] = merged
 	return nil
 }
 

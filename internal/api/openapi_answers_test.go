@@ -177,25 +177,25 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		helpdesk := list(c.call(200, "GET", "/api/v1/oauth/authenticators?app_id="+app, none, nil, as), "authenticators")[0]["id"].(string)
 		c.call(400, "GET", "/api/v1/oauth/authenticators", none, nil, as)
 		c.call(404, "GET", "/api/v1/oauth/authenticators?app_id="+app, none, nil, bearer(other))
-		c.call(200, "GET", "/api/v1/oauth/authenticators/{authenticator_id}", one(helpdesk), nil, as)
-		c.call(200, "PATCH", "/api/v1/oauth/authenticators/{authenticator_id}", one(helpdesk), map[string]any{"client_secret": "cs", "is_active": false}, as)
-		c.call(400, "PATCH", "/api/v1/oauth/authenticators/{authenticator_id}", one(helpdesk), map[string]any{"scopes": []string{}}, as)
+		c.call(200, "GET", "/api/v1/oauth/authenticators/{id}", one(helpdesk), nil, as)
+		c.call(200, "PATCH", "/api/v1/oauth/authenticators/{id}", one(helpdesk), map[string]any{"client_secret": "cs", "is_active": false}, as)
+		c.call(400, "PATCH", "/api/v1/oauth/authenticators/{id}", one(helpdesk), map[string]any{"scopes": []string{}}, as)
 		googleAuth := map[string]any{"name": "google", "authenticator_type": "google", "client_id": "1-a.apps.googleusercontent.com",
 			"client_secret": "s", "scopes": []string{"openid", "email"}, "configuration": map[string]any{"prompt": "consent", "pkce_enabled": true}}
-		google := c.call(201, "POST", "/api/v1/oauth/authenticators/{app_id}", one(app), googleAuth, as).str("id")
-		c.call(409, "POST", "/api/v1/oauth/authenticators/{app_id}", one(app), googleAuth, as)
-		c.call(400, "POST", "/api/v1/oauth/authenticators/{app_id}", one(app), map[string]any{"name": "x"}, as)
-		c.call(404, "GET", "/api/v1/oauth/authenticators/{authenticator_id}", one(google), nil, bearer(other))
+		google := c.call(201, "POST", "/api/v1/oauth/authenticators/{id}", one(app), googleAuth, as).str("id")
+		c.call(409, "POST", "/api/v1/oauth/authenticators/{id}", one(app), googleAuth, as)
+		c.call(400, "POST", "/api/v1/oauth/authenticators/{id}", one(app), map[string]any{"name": "x"}, as)
+		c.call(404, "GET", "/api/v1/oauth/authenticators/{id}", one(google), nil, bearer(other))
 		c.call(200, "GET", "/api/v1/apps/{app_id}/service-providers", one(app), nil, as)
 		c.call(201, "POST", "/api/v1/apps/{app_id}/service-providers", one(app), map[string]any{"name": "slack", "authenticator_type": "slack",
 			"client_id": "123.456", "client_secret": "s", "scopes": []string{"chat:write"}}, as)
-		c.call(204, "DELETE", "/api/v1/oauth/authenticators/{authenticator_id}", one(google), nil, as)
-		c.call(404, "DELETE", "/api/v1/oauth/authenticators/{authenticator_id}", one(google), nil, as)
+		c.call(204, "DELETE", "/api/v1/oauth/authenticators/{id}", one(google), nil, as)
+		c.call(404, "DELETE", "/api/v1/oauth/authenticators/{id}", one(google), nil, as)
 
 		// The credential service, against a real OAuth server.
 		p := oauthtest.New(t, oauthtest.Options{})
 		p.AddClient("support-desk-client", "cs", []string{e.srv.Config.PublicURL + "/api/v1/oauth/callback"}, []string{"tickets.read", "tickets.write"})
-		c.call(200, "PATCH", "/api/v1/oauth/authenticators/{authenticator_id}", one(helpdesk), map[string]any{"is_active": true,
+		c.call(200, "PATCH", "/api/v1/oauth/authenticators/{id}", one(helpdesk), map[string]any{"is_active": true,
 			"authorize_url": p.AuthorizeURL(), "token_url": p.TokenURL(), "revoke_url": p.RevokeURL(),
 			"configuration": map[string]any{"userinfo_url": p.UserinfoURL(), "pkce_enabled": true}}, as)
 		cred := one(app, "helpdesk")

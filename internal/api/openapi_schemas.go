@@ -59,25 +59,16 @@ func anyObject(desc string) *huma.Schema {
 	return &huma.Schema{Type: huma.TypeObject, Description: desc, AdditionalProperties: true}
 }
 
-// anyJSONOrNull is any JSON value, null included.
-func anyJSONOrNull(registry huma.Registry, desc string) *huma.Schema {
-	return &huma.Schema{Description: desc, AnyOf: []*huma.Schema{anyJSON(registry), {Type: "null"}}}
+// anyJSONOrNull is any JSON value, null included: `{}`, as anyJSON.
+func anyJSONOrNull(_ huma.Registry, desc string) *huma.Schema {
+	return &huma.Schema{Description: "Any JSON value, null included: " + desc}
 }
 
-// anyJSON is an explicit "any JSON value" (null aside): a reference to
-// the recursive JSONValue component.
-func anyJSON(registry huma.Registry) *huma.Schema {
-	const name = "JSONValue"
-	if registry.Map()[name] == nil {
-		value := &huma.Schema{Description: "Any JSON value but null", AnyOf: []*huma.Schema{
-			{Type: huma.TypeObject, AdditionalProperties: true},
-			{Type: huma.TypeArray, Items: &huma.Schema{Ref: "#/components/schemas/" + name}},
-			{Type: huma.TypeString}, {Type: huma.TypeNumber}, {Type: huma.TypeBoolean},
-		}}
-		value.PrecomputeMessages()
-		registry.Map()[name] = value
-	}
-	return &huma.Schema{Ref: "#/components/schemas/" + name}
+// anyJSON is an explicit "any JSON value": `{}` with words. Never a
+// recursive schema (DESIGN §4 Operations): generators cannot type one
+// (openapi-fetch's request bodies fail strict TypeScript on it).
+func anyJSON(_ huma.Registry) *huma.Schema {
+	return &huma.Schema{Description: "Any JSON value"}
 }
 
 // knownShapes give the JSON fields the API passes through as stored
@@ -92,7 +83,9 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 		if nullable {
 			desc += "; null until completed"
 		}
-		return &huma.Schema{Description: desc, AnyOf: []*huma.Schema{ref(reflect.TypeFor[LLMOutput]()), anyJSON(registry), {Type: "null"}}}
+		// `{}` admits null too: no {type: null} branch, which OpenAPI 3.0
+		// (the downgraded document) does not know.
+		return &huma.Schema{Description: desc, AnyOf: []*huma.Schema{ref(reflect.TypeFor[LLMOutput]()), anyJSONOrNull(registry, "what a custom agent returned")}}
 	}
 	executionStatus := &huma.Schema{Type: huma.TypeString, Enum: []any{function.StatusCompleted, function.StatusFailed},
 		Description: "Executions run to their end before the answer: completed, or failed with error"}
