@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -533,15 +534,7 @@ func TestPipelineStepJobsRunOnce(t *testing.T) {
 func TestPipelineAgentStepRedelivered(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		arrived, release := make(chan struct{}, 4), make(chan struct{})
-		outside := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			arrived <- struct{}{}
-			<-release
-			_, _ = w.Write([]byte("released"))
-		}))
-		var once sync.Once
-		free := func() { once.Do(func() { close(release) }) }
-		t.Cleanup(free) // before the server's Close, which waits for the held request
+		outside, arrived, free := heldServer(t)
 		e := newEnv(t, d, nil)
 		tok := e.signup("held@example.com")
 		appID := e.pipelineApp(tok, map[string]any{"name": "held", "agent_type_id": "custom", "version": "1.0.0", "timeout_seconds": 30,
@@ -596,15 +589,7 @@ func TestPipelineAgentStepRedelivered(t *testing.T) {
 func TestPipelineFunctionStepRedelivered(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		arrived, release := make(chan struct{}, 4), make(chan struct{})
-		outside := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			arrived <- struct{}{}
-			<-release
-			_, _ = w.Write([]byte("released"))
-		}))
-		var once sync.Once
-		free := func() { once.Do(func() { close(release) }) }
-		t.Cleanup(free)
+		outside, arrived, free := heldServer(t)
 		e := newEnv(t, d, nil)
 		tok := e.signup("heldfn@example.com")
 		appID := e.importManifest(tok, map[string]any{"name": "Held", "slug": "held-fn", "version": "1.0.0",
@@ -818,4 +803,22 @@ func TestPipelineStepRefByID(t *testing.T) {
 		e.importManifest(tok, m).expectError(t, 400, "ValidationError", "pipelines[0].steps[0].ref").
 			expectError(t, 400, "ValidationError", "in this manifest")
 	})
+}
+
+// heldServer is an outside server whose requests each signal arrived and
+// then wait until free is called (once; the test's cleanup calls it too,
+// before the server's Close, which waits for the held requests), then
+// answer "released".
+func heldServer(t *testing.T) (srv *httptest.Server, arrived <-chan struct{}, free func()) {
+	t.Helper()
+	in, release := make(chan struct{}, 4), make(chan struct{})
+	srv = egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		in <- struct{}{}
+		<-release
+		_, _ = w.Write([]byte("released"))
+	}))
+	var once sync.Once
+	free = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	return srv, in, free
 }

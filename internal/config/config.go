@@ -197,14 +197,14 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	list("AP_TRUSTED_PROXIES", &c.TrustedProxies)
 	list("AP_CORS_ORIGINS", &c.CORSOrigins)
 	list("AP_EGRESS_ALLOW", &c.EgressAllow)
-	for _, q := range quotaVars(&c.Quotas) {
-		if v := getenv(q.name); v != "" {
+	for _, q := range c.Quotas.Settings() {
+		if v := getenv(q.Quota.Env); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: not an integer: %q", q.name, v))
+				errs = append(errs, fmt.Errorf("%s: not an integer: %q", q.Quota.Env, v))
 				continue
 			}
-			*q.dst = n
+			*q.Limit = n
 		}
 	}
 	integer("AP_JS_CONCURRENCY", &c.JSConcurrency)
@@ -265,9 +265,9 @@ func (c *Config) Validate() error {
 	if c.CredentialRefreshRate < 1 || c.CredentialRefreshRate > 10000 {
 		bad("AP_CREDENTIAL_REFRESH_RATE must be between 1 and 10000")
 	}
-	for _, q := range quotaVars(&c.Quotas) {
-		if *q.dst < 1 {
-			bad("%s must be at least 1", q.name)
+	for _, q := range c.Quotas.Settings() {
+		if *q.Limit < 1 {
+			bad("%s must be at least 1", q.Quota.Env)
 		}
 	}
 	if c.JSConcurrency < 1 || c.JSConcurrency > 1024 {
@@ -299,22 +299,6 @@ func (c *Config) Validate() error {
 		bad("AP_PUBLIC_URL must be https in production")
 	}
 	return errors.Join(errs...)
-}
-
-// quotaVars are the AP_QUOTA_* variables and the limits they set.
-func quotaVars(l *quota.Limits) []struct {
-	name string
-	dst  *int64
-} {
-	return []struct {
-		name string
-		dst  *int64
-	}{
-		{quota.StorageBytes.Env, &l.StorageBytes}, {quota.StorageKeys.Env, &l.StorageKeys},
-		{quota.Records.Env, &l.Records}, {quota.RecordBytes.Env, &l.RecordBytes},
-		{quota.Models.Env, &l.Models}, {quota.Fields.Env, &l.Fields},
-		{quota.PipelineSteps.Env, &l.PipelineSteps}, {quota.APIKeys.Env, &l.APIKeys},
-	}
 }
 
 // DatabaseDSN is the database to open: AP_DATABASE_URL, or the SQLite file

@@ -225,79 +225,50 @@ func TestCancelledWaitHoldsNothing(t *testing.T) {
 }
 
 // TestNoLeakUnderLoad: many owners acquire, hold briefly and release, some
-// with contexts that end; at no moment are more than size slots or more
-// than perOwner of one owner held (New), or more than the capacity
-// (Shared), and at the end none is.
+// with contexts that end; at no moment are more slots held than the pool
+// may hold (its size for New, its capacity for Shared) or more than
+// perOwner of one owner, and at the end none is.
 func TestNoLeakUnderLoad(t *testing.T) {
 	t.Parallel()
-	p := New(3, 2)
-	var inUse atomic.Int32
-	var perOwner [4]atomic.Int32
-	var over atomic.Bool
-	var wg sync.WaitGroup
-	for g := range 40 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			o := g % 4
-			owner := fmt.Sprint(o)
-			for i := range 30 {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%3)*time.Millisecond)
-				if i%3 == 0 {
-					ctx, cancel = context.WithCancel(context.Background())
-				}
-				if p.Acquire(ctx, owner) == nil {
-					if inUse.Add(1) > 3 || perOwner[o].Add(1) > 2 {
-						over.Store(true)
+	for name, p := range map[string]*Pool{"New": New(3, 2), "Shared": Shared(4)} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var inUse atomic.Int32
+			var perOwner [4]atomic.Int32
+			var over atomic.Bool
+			var wg sync.WaitGroup
+			for g := range 40 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					o := g % 4
+					owner := fmt.Sprint(o)
+					for i := range 30 {
+						ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%3)*time.Millisecond)
+						if i%3 == 0 {
+							ctx, cancel = context.WithCancel(context.Background())
+						}
+						if p.Acquire(ctx, owner) == nil {
+							if inUse.Add(1) > int32(p.Capacity()) || perOwner[o].Add(1) > int32(p.PerOwner()) {
+								over.Store(true)
+							}
+							time.Sleep(50 * time.Microsecond) //nolint:forbidigo // holding the slot a moment
+							perOwner[o].Add(-1)
+							inUse.Add(-1)
+							p.Release(owner)
+						}
+						cancel()
 					}
-					time.Sleep(50 * time.Microsecond) //nolint:forbidigo // holding the slot a moment
-					perOwner[o].Add(-1)
-					inUse.Add(-1)
-					p.Release(owner)
-				}
-				cancel()
+				}()
 			}
-		}()
+			wg.Wait()
+			require.False(t, over.Load(), "more slots held than the pool or a share allows")
+			require.Zero(t, p.total)
+			require.Empty(t, p.held)
+			require.Empty(t, p.waiters)
+			require.Empty(t, p.waiting)
+		})
 	}
-	wg.Wait()
-	require.False(t, over.Load(), "more slots held than the pool or a share allows")
-	require.Zero(t, p.total)
-	require.Empty(t, p.held)
-	require.Empty(t, p.waiters)
-	require.Empty(t, p.waiting)
-}
-
-func TestSharedNoLeakUnderLoad(t *testing.T) {
-	t.Parallel()
-	p := Shared(4)
-	var inUse atomic.Int32
-	var over atomic.Bool
-	var wg sync.WaitGroup
-	for g := range 40 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			owner := fmt.Sprint(g % 4)
-			for i := range 30 {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%3)*time.Millisecond)
-				if p.Acquire(ctx, owner) == nil {
-					if inUse.Add(1) > int32(p.Capacity()) {
-						over.Store(true)
-					}
-					time.Sleep(50 * time.Microsecond) //nolint:forbidigo // holding the slot a moment
-					inUse.Add(-1)
-					p.Release(owner)
-				}
-				cancel()
-			}
-		}()
-	}
-	wg.Wait()
-	require.False(t, over.Load(), "more slots held than the capacity")
-	require.Zero(t, p.total)
-	require.Empty(t, p.held)
-	require.Empty(t, p.waiters)
-	require.Empty(t, p.waiting)
 }
 
 // BenchmarkUncontended is the activation fast path's cost: one owner,

@@ -56,25 +56,26 @@ var (
 	APIKeys       = Quota{"API keys", "user", "AP_QUOTA_API_KEYS", false}
 )
 
+// Setting is one quota and where its limit is kept.
+type Setting struct {
+	Quota Quota
+	Limit *int64
+}
+
+// Settings are every quota with its limit in l: the one list that the
+// configuration reads (AP_QUOTA_*) and Of looks a quota up in.
+func (l *Limits) Settings() []Setting {
+	return []Setting{{StorageBytes, &l.StorageBytes}, {StorageKeys, &l.StorageKeys}, {Records, &l.Records},
+		{RecordBytes, &l.RecordBytes}, {Models, &l.Models}, {Fields, &l.Fields},
+		{PipelineSteps, &l.PipelineSteps}, {APIKeys, &l.APIKeys}}
+}
+
 // Of is q's limit.
 func (l Limits) Of(q Quota) int64 {
-	switch q.Env {
-	case StorageBytes.Env:
-		return l.StorageBytes
-	case StorageKeys.Env:
-		return l.StorageKeys
-	case Records.Env:
-		return l.Records
-	case RecordBytes.Env:
-		return l.RecordBytes
-	case Models.Env:
-		return l.Models
-	case Fields.Env:
-		return l.Fields
-	case PipelineSteps.Env:
-		return l.PipelineSteps
-	case APIKeys.Env:
-		return l.APIKeys
+	for _, s := range l.Settings() {
+		if s.Quota == q {
+			return *s.Limit
+		}
 	}
 	return 0
 }
