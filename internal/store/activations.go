@@ -229,6 +229,22 @@ func (s *Store) ActivationStatus(ctx context.Context, id string) (status string,
 	return status, cancelled, mapErr(err)
 }
 
+// ActivationEndedLocked reports whether activation id has ended and its
+// state, locking its row on PostgreSQL until the commit: an end committing
+// meanwhile waits, then sees what this transaction wrote.
+func (s *Store) ActivationEndedLocked(ctx context.Context, id string) (*Activation, bool, error) {
+	lock := ""
+	if s.dialect == Postgres {
+		lock = " FOR UPDATE"
+	}
+	var a Activation
+	err := scanActivation(s.writer().QueryRowContext(ctx, `SELECT `+activationColumns+` FROM activations WHERE id = $1`+lock, id), &a)
+	if err != nil {
+		return nil, false, mapErr(err)
+	}
+	return &a, a.Status == StatusCompleted || a.Status == StatusFailed, nil
+}
+
 // ActivationFilter selects activations of one user.
 type ActivationFilter struct {
 	UserID   string

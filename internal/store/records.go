@@ -8,13 +8,6 @@ import (
 	"time"
 )
 
-// AppModelGetBySlug returns the model of app with slug, or ErrNotFound.
-func (s *Store) AppModelGetBySlug(ctx context.Context, appID, slug string) (*AppModel, error) {
-	var m AppModel
-	err := scanAppModel(s.reader().QueryRowContext(ctx, `SELECT `+appModelColumns+` FROM app_models WHERE app_id = $1 AND slug = $2`, appID, slug), &m)
-	return &m, mapErr(err)
-}
-
 // Record is one record of an app's data model.
 type Record struct {
 	ID        string
