@@ -122,10 +122,7 @@ func (s *Store) FunctionGetByName(ctx context.Context, appID, name string) (*Fun
 // FunctionListByUser returns a page of the user's functions (of one app
 // when appID is set), in creation order, and how many there are.
 func (s *Store) FunctionListByUser(ctx context.Context, userID, appID string, limit, offset int) ([]Function, int, error) {
-	cond := `user_id = $1 AND ($2 = '' OR app_id = $2)`
-	if s.dialect == Postgres {
-		cond = `user_id = $1 AND ($2 = '' OR app_id::text = $2)`
-	}
+	cond := `user_id = $1 AND ($2 = '' OR ` + s.d.cast("app_id", "text") + ` = $2)`
 	var total int
 	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM functions WHERE `+cond, userID, appID).Scan(&total); err != nil {
 		return nil, 0, err
@@ -190,10 +187,7 @@ func (s *Store) PipelineListByApp(ctx context.Context, appID string) ([]Pipeline
 // PipelineListByUser returns a page of the user's pipelines (of one app
 // when appID is set), in creation order, and how many there are.
 func (s *Store) PipelineListByUser(ctx context.Context, userID, appID string, limit, offset int) ([]Pipeline, int, error) {
-	cond := `user_id = $1 AND ($2 = '' OR app_id = $2)`
-	if s.dialect == Postgres {
-		cond = `user_id = $1 AND ($2 = '' OR app_id::text = $2)`
-	}
+	cond := `user_id = $1 AND ($2 = '' OR ` + s.d.cast("app_id", "text") + ` = $2)`
 	var total int
 	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM pipelines WHERE `+cond, userID, appID).Scan(&total); err != nil {
 		return nil, 0, err

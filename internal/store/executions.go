@@ -72,10 +72,7 @@ func (s *Store) ExecutionCreate(ctx context.Context, e *Execution) error {
 // ExecutionList returns a page of the user's executions of app (of one
 // function when functionID is set), newest first, and how many there are.
 func (s *Store) ExecutionList(ctx context.Context, userID, appID, functionID string, limit, offset int) ([]Execution, int, error) {
-	cond := `user_id = $1 AND app_id = $2 AND ($3 = '' OR function_id = $3)`
-	if s.dialect == Postgres {
-		cond = `user_id = $1 AND app_id = $2 AND ($3 = '' OR function_id::text = $3)`
-	}
+	cond := `user_id = $1 AND app_id = $2 AND ($3 = '' OR ` + s.d.cast("function_id", "text") + ` = $3)`
 	var total int
 	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM function_executions WHERE `+cond, userID, appID, functionID).Scan(&total); err != nil {
 		return nil, 0, err

@@ -55,8 +55,8 @@ func (s *Store) PipelineRunCreate(ctx context.Context, r *PipelineRun) error {
 // two steps' ends never move one run at once.
 func (s *Store) PipelineRunGet(ctx context.Context, id string) (*PipelineRun, error) {
 	lock := ""
-	if s.tx != nil && s.dialect == Postgres {
-		lock = " FOR UPDATE"
+	if s.tx != nil {
+		lock = s.d.forUpdate()
 	}
 	var r PipelineRun
 	err := scanPipelineRun(s.reader().QueryRowContext(ctx, `SELECT `+pipelineRunColumns+` FROM pipeline_runs WHERE id = $1`+lock, id), &r)

@@ -25,10 +25,7 @@ func (s *Store) StorageGet(ctx context.Context, userID, appID, key string) (json
 // first always comes). The database sums the sizes, so the values past the
 // page never leave it.
 func (s *Store) StorageList(ctx context.Context, userID, appID, prefix, after string, limit, maxBytes int) ([]StorageItem, error) {
-	size := "octet_length(key) + octet_length(value::text)"
-	if s.dialect == SQLite {
-		size = "length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))"
-	}
+	size := s.d.octets("key") + " + " + s.d.octets("value")
 	// A range, not LIKE: a prefix holding % or _ means itself.
 	return queryAll(ctx, s.reader(), func(row interface{ Scan(...any) error }, it *StorageItem) error {
 		var v []byte

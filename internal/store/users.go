@@ -29,9 +29,9 @@ func scanUser(row interface{ Scan(...any) error }, u *User) error {
 // ErrConflict.
 func (s *Store) UserCreate(ctx context.Context, u *User, adminIfFirst bool) error {
 	return s.InTx(ctx, func(tx *Store) error {
-		if tx.dialect == Postgres {
-			// Two first registrations at once must not both become admin.
-			if _, err := tx.writer().ExecContext(ctx, `LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		// Two first registrations at once must not both become admin.
+		if lock := tx.d.lockTable("users"); lock != "" {
+			if _, err := tx.writer().ExecContext(ctx, lock); err != nil {
 				return err
 			}
 		}
