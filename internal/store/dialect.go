@@ -67,11 +67,3 @@ type dialect interface {
 	// returned unlock is called.
 	lockMigrations(ctx context.Context, db *sql.DB) (unlock func(), err error)
 }
-
-// dialectOf is the implementation of d.
-func dialectOf(d Dialect) dialect {
-	if d == Postgres {
-		return postgresDialect{}
-	}
-	return sqliteDialect{}
-}
