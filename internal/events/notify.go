@@ -6,8 +6,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/agentplatform/agentplatform/internal/store"
 )
 
 const (
@@ -42,7 +40,7 @@ type wire struct {
 // notification is queued for the notifier (below), so the caller does not
 // wait for the database.
 func (b *Bus) notify(ev *Event) {
-	if b.store.Dialect() != store.Postgres {
+	if !b.store.MultiNode() {
 		return
 	}
 	body, err := json.Marshal(ev)
@@ -189,7 +187,7 @@ func (b *Bus) onNotify(ctx context.Context, payload string) {
 // SQLite). It returns once the LISTEN is in effect, so that every event
 // published afterwards on any node reaches this one.
 func (b *Bus) Start(ctx context.Context) error {
-	if b.store.Dialect() != store.Postgres {
+	if !b.store.MultiNode() {
 		return nil
 	}
 	b.runMu.Lock()

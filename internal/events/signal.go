@@ -1,7 +1,5 @@
 package events
 
-import "github.com/agentplatform/agentplatform/internal/store"
-
 // Besides events, nodes tell each other about changes that are not for
 // clients, over the same LISTEN/NOTIFY channel: a user's credentials
 // changed (auth.ChangeTopic), so the connections another node holds for
@@ -12,7 +10,7 @@ import "github.com/agentplatform/agentplatform/internal/store"
 // Broadcast tells the other nodes' handlers of topic about userID, soon
 // (PostgreSQL; nothing to do on SQLite, where one process is all).
 func (b *Bus) Broadcast(topic, userID string) {
-	if b.store.Dialect() != store.Postgres {
+	if !b.store.MultiNode() {
 		return
 	}
 	b.notes.add(b, wire{Node: b.node, User: userID, Topic: topic})

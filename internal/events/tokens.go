@@ -4,8 +4,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/agentplatform/agentplatform/internal/store"
 )
 
 // Token logs. An activation's answer streams as fragments (PublishDelta);
@@ -114,7 +112,7 @@ func (t *tokenLogs) init() {
 }
 
 // multiNode reports whether other nodes may run activations (PostgreSQL).
-func (b *Bus) multiNode() bool { return b.store.Dialect() == store.Postgres }
+func (b *Bus) multiNode() bool { return b.store.MultiNode() }
 
 // sendTokens queues a token note for the other nodes. Called with
 // b.tokens.mu held, so that notes about one log leave in order.

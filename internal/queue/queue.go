@@ -168,20 +168,21 @@ func (h levelFloor) WithGroup(n string) slog.Handler {
 // when the rows it belongs to do; outside a transaction it is inserted on
 // its own. The *sql.Tx stays between the store and the queue.
 func (q *Queue) InsertTx(ctx context.Context, tx *store.Store, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
-	if tx.Tx() == nil {
+	rctx, rtx, ok := tx.RiverTx(ctx)
+	if !ok {
 		return q.client.Insert(ctx, args, opts)
 	}
-	return q.client.InsertTx(tx.TxContext(ctx), tx.Tx(), args, opts)
+	return q.client.InsertTx(rctx, rtx, args, opts)
 }
 
 // DeleteTx deletes job id in tx's transaction. A job already gone, or
 // running now, is left alone: it finds its work done.
 func (q *Queue) DeleteTx(ctx context.Context, tx *store.Store, id int64) error {
 	var err error
-	if tx.Tx() == nil {
-		_, err = q.client.JobDelete(ctx, id)
+	if rctx, rtx, ok := tx.RiverTx(ctx); ok {
+		_, err = q.client.JobDeleteTx(rctx, rtx, id)
 	} else {
-		_, err = q.client.JobDeleteTx(tx.TxContext(ctx), tx.Tx(), id)
+		_, err = q.client.JobDelete(ctx, id)
 	}
 	if errors.Is(err, river.ErrNotFound) || errors.Is(err, rivertype.ErrJobRunning) {
 		return nil

@@ -166,7 +166,7 @@ func (s *Server) build(ctx context.Context) error {
 	// were 5% of a core on an idle server. The cooldown batches fetches
 	// under load.
 	poll := 20 * time.Millisecond
-	if s.Store.Dialect() == store.SQLite {
+	if !s.Store.MultiNode() {
 		poll = 200 * time.Millisecond
 	}
 	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers,

@@ -201,10 +201,7 @@ func (s *Store) changed(a *Activation, err error) (*Activation, bool, error) {
 // finishSQL ends an activation whose status matches cond. duration_ms is
 // computed from started_at in the database's own time arithmetic.
 func (s *Store) finishSQL(cond string) string {
-	duration := `CASE WHEN started_at IS NULL THEN NULL ELSE CAST(EXTRACT(EPOCH FROM ($5 - started_at)) * 1000 AS BIGINT) END`
-	if s.dialect == SQLite {
-		duration = `CASE WHEN started_at IS NULL THEN NULL ELSE CAST(ROUND((julianday($5) - julianday(started_at)) * 86400000) AS INTEGER) END`
-	}
+	duration := `CASE WHEN started_at IS NULL THEN NULL ELSE ` + s.d.millisBetween("started_at", "$5") + ` END`
 	return `UPDATE activations SET status = $2, output_data = $3, error = $4, completed_at = $5, duration_ms = ` + duration + `
 		WHERE id = $1 AND ` + cond + ` RETURNING ` + activationColumns
 }
@@ -227,6 +224,18 @@ func (s *Store) ActivationRequeue(ctx context.Context, id string) (bool, error) 
 func (s *Store) ActivationStatus(ctx context.Context, id string) (status string, cancelled bool, err error) {
 	err = s.reader().QueryRowContext(ctx, `SELECT status, cancel_requested FROM activations WHERE id = $1`, id).Scan(&status, &cancelled)
 	return status, cancelled, mapErr(err)
+}
+
+// ActivationEndedLocked reports whether activation id has ended and its
+// state, locking its row on PostgreSQL until the commit: an end committing
+// meanwhile waits, then sees what this transaction wrote.
+func (s *Store) ActivationEndedLocked(ctx context.Context, id string) (*Activation, bool, error) {
+	var a Activation
+	err := scanActivation(s.writer().QueryRowContext(ctx, `SELECT `+activationColumns+` FROM activations WHERE id = $1`+s.d.forUpdate(), id), &a)
+	if err != nil {
+		return nil, false, mapErr(err)
+	}
+	return &a, a.Status == StatusCompleted || a.Status == StatusFailed, nil
 }
 
 // ActivationFilter selects activations of one user.

@@ -21,11 +21,8 @@ type AgentKey struct {
 // cancelled before it got its key leaves no key behind (ErrNotFound).
 // The user and the app are the activation's own.
 func (s *Store) AgentKeyPut(ctx context.Context, k *AgentKey) error {
-	hash, at := "$2", "$3"
-	if s.dialect == Postgres {
-		// Parameters in a select list have no type of their own.
-		hash, at = "$2::bytea", "$3::timestamptz"
-	}
+	// Parameters in a select list have no type of their own.
+	hash, at := s.d.cast("$2", "bytea"), s.d.cast("$3", "timestamptz")
 	err := s.writer().QueryRowContext(ctx, `
 		INSERT INTO agent_keys (activation_id, key_hash, user_id, app_id, created_at)
 		SELECT id, `+hash+`, user_id, app_id, `+at+` FROM activations

@@ -48,6 +48,13 @@ func (s *Store) AppModelListByApp(ctx context.Context, appID string) ([]AppModel
 		`SELECT `+appModelColumns+` FROM app_models WHERE app_id = $1 ORDER BY created_at, id`, appID)
 }
 
+// AppModelGetBySlug returns the model of app with slug, or ErrNotFound.
+func (s *Store) AppModelGetBySlug(ctx context.Context, appID, slug string) (*AppModel, error) {
+	var m AppModel
+	err := scanAppModel(s.reader().QueryRowContext(ctx, `SELECT `+appModelColumns+` FROM app_models WHERE app_id = $1 AND slug = $2`, appID, slug), &m)
+	return &m, mapErr(err)
+}
+
 // Function is JavaScript code of an app, run on demand with a JSON input
 // checked against InputSchema.
 type Function struct {
@@ -105,6 +112,26 @@ func (s *Store) FunctionListByApp(ctx context.Context, appID string) ([]Function
 		`SELECT `+functionColumns+` FROM functions WHERE app_id = $1 ORDER BY created_at, id`, appID)
 }
 
+// FunctionGetByName returns app's function called name, or ErrNotFound.
+func (s *Store) FunctionGetByName(ctx context.Context, appID, name string) (*Function, error) {
+	var f Function
+	err := scanFunction(s.reader().QueryRowContext(ctx, `SELECT `+functionColumns+` FROM functions WHERE app_id = $1 AND name = $2`, appID, name), &f)
+	return &f, mapErr(err)
+}
+
+// FunctionListByUser returns a page of the user's functions (of one app
+// when appID is set), in creation order, and how many there are.
+func (s *Store) FunctionListByUser(ctx context.Context, userID, appID string, limit, offset int) ([]Function, int, error) {
+	cond := `user_id = $1 AND ($2 = '' OR ` + s.d.cast("app_id", "text") + ` = $2)`
+	var total int
+	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM functions WHERE `+cond, userID, appID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := queryAll(ctx, s.reader(), scanFunction, `SELECT `+functionColumns+` FROM functions WHERE `+cond+
+		` ORDER BY created_at, id LIMIT $3 OFFSET $4`, userID, appID, limit, offset)
+	return rows, total, err
+}
+
 // Pipeline is a sequence of agent and function steps; Steps is their JSON.
 type Pipeline struct {
 	ID          string
@@ -155,6 +182,19 @@ func (s *Store) PipelineGet(ctx context.Context, id string) (*Pipeline, error) {
 func (s *Store) PipelineListByApp(ctx context.Context, appID string) ([]Pipeline, error) {
 	return queryAll(ctx, s.reader(), scanPipeline,
 		`SELECT `+pipelineColumns+` FROM pipelines WHERE app_id = $1 ORDER BY created_at, id`, appID)
+}
+
+// PipelineListByUser returns a page of the user's pipelines (of one app
+// when appID is set), in creation order, and how many there are.
+func (s *Store) PipelineListByUser(ctx context.Context, userID, appID string, limit, offset int) ([]Pipeline, int, error) {
+	cond := `user_id = $1 AND ($2 = '' OR ` + s.d.cast("app_id", "text") + ` = $2)`
+	var total int
+	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM pipelines WHERE `+cond, userID, appID).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := queryAll(ctx, s.reader(), scanPipeline, `SELECT `+pipelineColumns+` FROM pipelines WHERE `+cond+
+		` ORDER BY created_at, id LIMIT $3 OFFSET $4`, userID, appID, limit, offset)
+	return rows, total, err
 }
 
 // Authenticator is an OAuth 2.0 provider definition of an app. The client

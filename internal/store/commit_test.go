@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -262,4 +264,83 @@ func TestExclusive(t *testing.T) {
 		require.NoError(t, first.Close())
 		require.NoError(t, second.Exclusive(), "free once the first closes")
 	})
+}
+
+// A registration whose caller cancels while its INSERT runs must not
+// interrupt the transaction it shares: on SQLite an interrupted INSERT
+// rolls back the whole transaction, everyone's work in the batch with it.
+// The INSERT is made long by a TEMP trigger on the committer's connection,
+// and the caller cancels once the goroutine dump shows the statement
+// stepping. Not parallel: it reads every goroutine's stack.
+func TestSharedCommitSurvivesCancelledRegistration(t *testing.T) {
+	ctx := context.Background()
+	s := testdb.Open(t, store.SQLite)
+	require.NoError(t, s.ExecOnWriter(ctx, `CREATE TEMP TABLE filler AS
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 150) SELECT i FROM n`))
+	require.NoError(t, s.ExecOnWriter(ctx, `CREATE TEMP TRIGGER slow_victim AFTER INSERT ON main.users
+		WHEN NEW.email = 'victim@x.io' BEGIN SELECT count(*) FROM temp.filler a, temp.filler b; END`))
+	wait, release := holdCommitter(t, s)
+
+	const others = 5
+	var wg sync.WaitGroup
+	errs := make([]error, others)
+	for i := range others {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.InTx(ctx, func(tx *store.Store) error { return tx.UserCreate(ctx, userAt(fmt.Sprintf("o%d@x.io", i)), false) })
+		}()
+		wait(i + 1) // in this order: all of them before the victim in the batch
+	}
+	victim, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sawInsert := make(chan bool, 1)
+	var victimErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		victimErr = s.InTx(victim, func(tx *store.Store) error {
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() { sawInsert <- cancelWhenStepping(stop, cancel) }()
+			return tx.UserCreate(victim, userAt("victim@x.io"), true)
+		})
+	}()
+	wait(others + 1)
+	release()
+	wg.Wait()
+	require.True(t, <-sawInsert, "the registration's INSERT was seen running and cancelled")
+
+	for i := range others {
+		require.NoError(t, errs[i], "writer %d shares the commit with the cancelled registration", i)
+		_, err := s.UserGetByEmail(ctx, fmt.Sprintf("o%d@x.io", i))
+		require.NoError(t, err, "writer %d committed", i)
+	}
+	_, err := s.UserGetByEmail(ctx, "victim@x.io")
+	if victimErr == nil {
+		require.NoError(t, err, "a registration that succeeded is stored")
+	} else {
+		require.ErrorIs(t, err, store.ErrNotFound, "a registration that failed is not")
+	}
+}
+
+// cancelWhenStepping calls cancel once a goroutine runs UserCreate's
+// INSERT inside SQLite (past the driver's check of the context, so that
+// the cancel lands mid-statement); false if stop comes first.
+func cancelWhenStepping(stop <-chan struct{}, cancel func()) bool {
+	buf := make([]byte, 1<<20)
+	for {
+		select {
+		case <-stop:
+			return false
+		case <-time.After(time.Millisecond):
+		}
+		for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if strings.Contains(g, "store.(*Store).UserCreate") && strings.Contains(g, "modernc.org/sqlite.(*stmt).exec") &&
+				strings.Contains(g, "Xsqlite3_step") {
+				cancel()
+				return true
+			}
+		}
+	}
 }

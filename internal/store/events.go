@@ -6,7 +6,6 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -43,13 +42,7 @@ func (s *Store) EventAppend(ctx context.Context, rows ...*EventRow) error {
 		}
 	}
 	return s.InTx(ctx, func(tx *Store) error {
-		var last int64
-		var err error
-		if tx.dialect == Postgres {
-			last, err = tx.appendEventsPostgres(ctx, rows)
-		} else {
-			last, err = tx.appendEventsSQLite(ctx, rows)
-		}
+		last, err := tx.d.appendEvents(ctx, tx, rows)
 		if err != nil {
 			return mapErr(err)
 		}
@@ -58,56 +51,6 @@ func (s *Store) EventAppend(ctx context.Context, rows ...*EventRow) error {
 		}
 		return nil
 	})
-}
-
-// appendEventsPostgres bumps the counter and inserts the rows in one
-// statement and returns the last seq handed out.
-func (s *Store) appendEventsPostgres(ctx context.Context, rows []*EventRow) (int64, error) {
-	n := len(rows)
-	args := []any{rows[0].UserID, n}
-	var values strings.Builder
-	for i, e := range rows {
-		if i > 0 {
-			values.WriteString(", ")
-		}
-		p := len(args)
-		fmt.Fprintf(&values, "(%d, $%d::text, $%d::uuid, $%d::text, $%d::text, $%d::jsonb, $%d::timestamptz)", i+1, p+1, p+2, p+3, p+4, p+5, p+6)
-		args = append(args, e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
-	}
-	var last int64
-	err := s.writer().QueryRowContext(ctx, `
-		WITH c AS (
-			INSERT INTO event_counters (user_id, seq) VALUES ($1, $2)
-			ON CONFLICT (user_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
-			RETURNING seq),
-		ins AS (
-			INSERT INTO events (`+eventColumns+`)
-			SELECT $1, c.seq - $2 + v.n, v.type, v.activation_id, v.app_id, v.chat_id, v.payload, v.created_at
-			FROM c, (VALUES `+values.String()+`) AS v(n, type, activation_id, app_id, chat_id, payload, created_at))
-		SELECT seq FROM c`, args...).Scan(&last)
-	return last, err
-}
-
-// appendEventsSQLite has no data-modifying CTE, and needs none: its one
-// writer runs one transaction at a time.
-func (s *Store) appendEventsSQLite(ctx context.Context, rows []*EventRow) (int64, error) {
-	var last int64
-	err := s.writer().QueryRowContext(ctx, `
-		INSERT INTO event_counters (user_id, seq) VALUES ($1, $2)
-		ON CONFLICT (user_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
-		RETURNING seq`, rows[0].UserID, len(rows)).Scan(&last)
-	if err != nil {
-		return 0, err
-	}
-	for i, e := range rows {
-		_, err = s.writer().ExecContext(ctx, `INSERT INTO events (`+eventColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			e.UserID, last-int64(len(rows)-1-i), e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
-		if err != nil {
-			return 0, err
-		}
-	}
-	return last, nil
 }
 
 const eventColumns = `user_id, seq, type, activation_id, app_id, chat_id, payload, created_at`
@@ -165,7 +108,7 @@ var ErrNoNotify = errors.New("store: LISTEN/NOTIFY needs PostgreSQL")
 // one schema share it, and other schemas of the same database (tests, other
 // installations) do not hear each other.
 func (s *Store) EventChannel(ctx context.Context) (string, error) {
-	if s.dialect != Postgres {
+	if !s.d.multiNode() {
 		return "", ErrNoNotify
 	}
 	var schema string
@@ -183,7 +126,7 @@ func (s *Store) EventChannel(ctx context.Context) (string, error) {
 // channel to every listener, in one transaction: NOTIFY takes a lock all
 // notifying commits share, so each one costs every node a turn.
 func (s *Store) EventNotify(ctx context.Context, channel string, payloads []string) error {
-	if s.dialect != Postgres {
+	if !s.d.multiNode() {
 		return ErrNoNotify
 	}
 	_, err := s.write.ExecContext(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p`, channel, payloads)
@@ -196,7 +139,7 @@ func (s *Store) EventNotify(ctx context.Context, channel string, payloads []stri
 // effect. The connection is discarded afterwards, never handed back to the
 // pool still listening.
 func (s *Store) EventListen(ctx context.Context, channel string, ready func(), fn func(payload string)) error {
-	if s.dialect != Postgres {
+	if !s.d.multiNode() {
 		return ErrNoNotify
 	}
 	conn, err := s.write.Conn(ctx)

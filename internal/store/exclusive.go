@@ -14,7 +14,7 @@ var errLocked = errors.New("locked")
 // no-op on PostgreSQL, where processes share nothing but the database.
 // One-off commands (migrate, user create) do not call it.
 func (s *Store) Exclusive() error {
-	if s.dialect != SQLite || s.file == "" || s.file == ":memory:" {
+	if s.d.multiNode() || s.file == "" || s.file == ":memory:" {
 		return nil
 	}
 	f, err := lockFile(s.file + ".lock")

@@ -72,38 +72,12 @@ func (s *Store) ExecutionCreate(ctx context.Context, e *Execution) error {
 // ExecutionList returns a page of the user's executions of app (of one
 // function when functionID is set), newest first, and how many there are.
 func (s *Store) ExecutionList(ctx context.Context, userID, appID, functionID string, limit, offset int) ([]Execution, int, error) {
-	cond := `user_id = $1 AND app_id = $2 AND ($3 = '' OR function_id = $3)`
-	if s.dialect == Postgres {
-		cond = `user_id = $1 AND app_id = $2 AND ($3 = '' OR function_id::text = $3)`
-	}
+	cond := `user_id = $1 AND app_id = $2 AND ($3 = '' OR ` + s.d.cast("function_id", "text") + ` = $3)`
 	var total int
 	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM function_executions WHERE `+cond, userID, appID, functionID).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	rows, err := queryPage(ctx, s, scanExecution, `SELECT `+executionColumns+` FROM function_executions WHERE `+cond+
 		` ORDER BY created_at DESC, id DESC LIMIT $4 OFFSET $5`, userID, appID, functionID, limit, offset)
-	return rows, total, err
-}
-
-// FunctionGetByName returns app's function called name, or ErrNotFound.
-func (s *Store) FunctionGetByName(ctx context.Context, appID, name string) (*Function, error) {
-	var f Function
-	err := scanFunction(s.reader().QueryRowContext(ctx, `SELECT `+functionColumns+` FROM functions WHERE app_id = $1 AND name = $2`, appID, name), &f)
-	return &f, mapErr(err)
-}
-
-// FunctionListByUser returns a page of the user's functions (of one app
-// when appID is set), in creation order, and how many there are.
-func (s *Store) FunctionListByUser(ctx context.Context, userID, appID string, limit, offset int) ([]Function, int, error) {
-	cond := `user_id = $1 AND ($2 = '' OR app_id = $2)`
-	if s.dialect == Postgres {
-		cond = `user_id = $1 AND ($2 = '' OR app_id::text = $2)`
-	}
-	var total int
-	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM functions WHERE `+cond, userID, appID).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := queryAll(ctx, s.reader(), scanFunction, `SELECT `+functionColumns+` FROM functions WHERE `+cond+
-		` ORDER BY created_at, id LIMIT $3 OFFSET $4`, userID, appID, limit, offset)
 	return rows, total, err
 }

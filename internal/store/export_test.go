@@ -1,5 +1,10 @@
 package store
 
+import (
+	"context"
+	"time"
+)
+
 // QueuedTxs is how many transactions wait for the SQLite committer.
 func (s *Store) QueuedTxs() int {
 	if s.commits == nil {
@@ -7,3 +12,41 @@ func (s *Store) QueuedTxs() int {
 	}
 	return len(s.commits.reqs)
 }
+
+// ExecOnWriter runs q on the SQLite writer connection, the one the
+// committer's transactions use: what a test needs to plant TEMP objects
+// (per connection) those transactions will meet.
+func (s *Store) ExecOnWriter(ctx context.Context, q string) error {
+	_, err := s.write.ExecContext(ctx, q)
+	return err
+}
+
+// Fragment is the dialect's SQL for the fragment called name of the seam
+// (dialect.go), for the suite that runs each on every database.
+func (s *Store) Fragment(name string, args ...string) string {
+	switch name {
+	case "forUpdate":
+		return s.d.forUpdate()
+	case "cast":
+		return s.d.cast(args[0], args[1])
+	case "octets":
+		return s.d.octets(args[0])
+	case "millisBetween":
+		return s.d.millisBetween(args[0], args[1])
+	case "jsonStore":
+		return s.d.jsonStore(args[0])
+	case "jsonLoad":
+		return s.d.jsonLoad(args[0])
+	case "jsonPath":
+		return s.d.jsonPath(args[0])
+	case "jsonField":
+		return s.d.jsonField(args[0], args[1])
+	}
+	panic("store: no fragment " + name)
+}
+
+// JSONValue is v as the dialect's jsonField compares it.
+func (s *Store) JSONValue(v any, compare string) any { return s.d.jsonValue(v, compare) }
+
+// TS is t as the dialect stores it.
+func (s *Store) TS(t time.Time) any { return s.ts(t) }

@@ -103,11 +103,12 @@ func (s *Store) LLMProviderClearDefault(ctx context.Context, userID, keepID stri
 // transactions on PostgreSQL lock the same rows in opposite orders. SQLite
 // needs nothing: a write transaction already holds the whole database.
 func (s *Store) LLMProviderLockUser(ctx context.Context, userID string) error {
-	if s.dialect != Postgres {
+	lock := s.d.forUpdate()
+	if lock == "" {
 		return nil
 	}
 	var id string
-	return mapErr(s.writer().QueryRowContext(ctx, `SELECT id FROM users WHERE id = $1 FOR UPDATE`, userID).Scan(&id))
+	return mapErr(s.writer().QueryRowContext(ctx, `SELECT id FROM users WHERE id = $1`+lock, userID).Scan(&id))
 }
 
 // LLMProviderDelete deletes the provider with id.

@@ -11,23 +11,14 @@ import (
 
 	"github.com/pressly/goose/v3"
 	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 )
 
 //go:embed migrations/sqlite/*.sql migrations/postgres/*.sql
 var migrations embed.FS
 
-// migrationLock is the PostgreSQL advisory lock key that serialises
-// migrations when several nodes start at once.
-const migrationLock = 7286401
-
 func (s *Store) goose() (*goose.Provider, error) {
-	dir, dialect := "migrations/sqlite", goose.DialectSQLite3
-	if s.dialect == Postgres {
-		dir, dialect = "migrations/postgres", goose.DialectPostgres
-	}
+	dir, dialect := s.d.migrations()
 	fsys, err := fs.Sub(migrations, dir)
 	if err != nil {
 		return nil, err
@@ -38,26 +29,17 @@ func (s *Store) goose() (*goose.Provider, error) {
 // RiverDriver is River's driver over this store's database/sql handle: both
 // dialects share the *sql.Tx type, so one River client type serves both.
 func (s *Store) RiverDriver() riverdriver.Driver[*sql.Tx] {
-	if s.dialect == Postgres {
-		return riverdatabasesql.New(s.write)
-	}
-	return riversqlite.New(s.write)
+	return s.d.riverDriver(s.write)
 }
 
 // Migrate brings the platform's schema and River's up to date. It refuses a
 // database whose schema is newer than this binary knows.
 func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
-	if s.dialect == Postgres {
-		conn, err := s.write.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrationLock); err != nil {
-			return fmt.Errorf("store: migration lock: %w", err)
-		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock) //nolint:errcheck // released with the connection anyway
+	unlock, err := s.d.lockMigrations(ctx, s.write)
+	if err != nil {
+		return err
 	}
+	defer unlock()
 	p, err := s.goose()
 	if err != nil {
 		return err

@@ -7,22 +7,6 @@ import (
 	"time"
 )
 
-// PipelineListByUser returns a page of the user's pipelines (of one app
-// when appID is set), in creation order, and how many there are.
-func (s *Store) PipelineListByUser(ctx context.Context, userID, appID string, limit, offset int) ([]Pipeline, int, error) {
-	cond := `user_id = $1 AND ($2 = '' OR app_id = $2)`
-	if s.dialect == Postgres {
-		cond = `user_id = $1 AND ($2 = '' OR app_id::text = $2)`
-	}
-	var total int
-	if err := s.reader().QueryRowContext(ctx, `SELECT COUNT(*) FROM pipelines WHERE `+cond, userID, appID).Scan(&total); err != nil {
-		return nil, 0, err
-	}
-	rows, err := queryAll(ctx, s.reader(), scanPipeline, `SELECT `+pipelineColumns+` FROM pipelines WHERE `+cond+
-		` ORDER BY created_at, id LIMIT $3 OFFSET $4`, userID, appID, limit, offset)
-	return rows, total, err
-}
-
 // PipelineRun is one run of a pipeline. Definition is the steps as they
 // were when the run started; Steps their states; Current the index of the
 // step running (len(Steps) once ended).
@@ -71,8 +55,8 @@ func (s *Store) PipelineRunCreate(ctx context.Context, r *PipelineRun) error {
 // two steps' ends never move one run at once.
 func (s *Store) PipelineRunGet(ctx context.Context, id string) (*PipelineRun, error) {
 	lock := ""
-	if s.tx != nil && s.dialect == Postgres {
-		lock = " FOR UPDATE"
+	if s.tx != nil {
+		lock = s.d.forUpdate()
 	}
 	var r PipelineRun
 	err := scanPipelineRun(s.reader().QueryRowContext(ctx, `SELECT `+pipelineRunColumns+` FROM pipeline_runs WHERE id = $1`+lock, id), &r)
@@ -126,20 +110,4 @@ func (s *Store) PipelineWaitTake(ctx context.Context, activationID string) (runI
 		return "", 0, false, nil
 	}
 	return runID, step, err == nil, err
-}
-
-// ActivationEndedLocked reports whether activation id has ended and its
-// state, locking its row on PostgreSQL until the commit: an end committing
-// meanwhile waits, then sees what this transaction wrote.
-func (s *Store) ActivationEndedLocked(ctx context.Context, id string) (*Activation, bool, error) {
-	lock := ""
-	if s.dialect == Postgres {
-		lock = " FOR UPDATE"
-	}
-	var a Activation
-	err := scanActivation(s.writer().QueryRowContext(ctx, `SELECT `+activationColumns+` FROM activations WHERE id = $1`+lock, id), &a)
-	if err != nil {
-		return nil, false, mapErr(err)
-	}
-	return &a, a.Status == StatusCompleted || a.Status == StatusFailed, nil
 }

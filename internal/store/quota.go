@@ -112,7 +112,7 @@ func (s *Store) RecordCreate(ctx context.Context, r *Record, lim RecordLimits) e
 		if bytes > lim.Bytes {
 			return &QuotaError{QuotaRecordBytes}
 		}
-		_, err := w.ExecContext(ctx, `INSERT INTO app_records (`+recordColumns+`, size) VALUES ($1, $2, $3, $4, `+s.dataValue("$5")+`, $6, $7, $8, $9)`,
+		_, err := w.ExecContext(ctx, `INSERT INTO app_records (`+recordColumns+`, size) VALUES ($1, $2, $3, $4, `+s.d.jsonStore("$5")+`, $6, $7, $8, $9)`,
 			r.ID, r.ModelID, r.AppID, r.UserID, string(r.Data), r.CreatedBy, s.ts(r.CreatedAt), s.ts(r.UpdatedAt), size)
 		return mapErr(err)
 	})
@@ -135,7 +135,7 @@ func (s *Store) RecordUpdate(ctx context.Context, r *Record, lim RecordLimits) e
 		if size > old && bytes+size-old > lim.Bytes {
 			return &QuotaError{QuotaRecordBytes}
 		}
-		if _, err := w.ExecContext(ctx, `UPDATE app_records SET data = `+s.dataValue("$4")+`, size = $5, updated_at = $6
+		if _, err := w.ExecContext(ctx, `UPDATE app_records SET data = `+s.d.jsonStore("$4")+`, size = $5, updated_at = $6
 			WHERE id = $1 AND model_id = $2 AND user_id = $3`, r.ID, r.ModelID, r.UserID, string(r.Data), size, s.ts(r.UpdatedAt)); err != nil {
 			return mapErr(err)
 		}

@@ -8,13 +8,6 @@ import (
 	"time"
 )
 
-// AppModelGetBySlug returns the model of app with slug, or ErrNotFound.
-func (s *Store) AppModelGetBySlug(ctx context.Context, appID, slug string) (*AppModel, error) {
-	var m AppModel
-	err := scanAppModel(s.reader().QueryRowContext(ctx, `SELECT `+appModelColumns+` FROM app_models WHERE app_id = $1 AND slug = $2`, appID, slug), &m)
-	return &m, mapErr(err)
-}
-
 // Record is one record of an app's data model.
 type Record struct {
 	ID        string
@@ -29,22 +22,9 @@ type Record struct {
 
 const recordColumns = `id, model_id, app_id, user_id, data, created_by, created_at, updated_at`
 
-// recordSelect is recordColumns as read: SQLite keeps data as JSONB (its
-// binary JSON, which filters and sorts read without parsing text) and
-// gives it back as text.
+// recordSelect is recordColumns as read: data as JSON text.
 func (s *Store) recordSelect() string {
-	if s.dialect == SQLite {
-		return strings.Replace(recordColumns, "data", "json(data)", 1)
-	}
-	return recordColumns
-}
-
-// dataValue is the SQL that stores the JSON text bound at p.
-func (s *Store) dataValue(p string) string {
-	if s.dialect == SQLite {
-		return "jsonb(" + p + ")"
-	}
-	return p
+	return strings.Replace(recordColumns, "data", s.d.jsonLoad("data"), 1)
 }
 
 func scanRecord(row interface{ Scan(...any) error }, r *Record) error {
@@ -108,15 +88,7 @@ func (s *Store) RecordList(ctx context.Context, q RecordQuery) ([]Record, int, e
 	}
 	where := []string{"model_id = $1", "user_id = $2"}
 	for _, f := range q.Filters {
-		v := f.Value
-		if s.dialect == SQLite && f.Compare == CompareBool {
-			// json_extract reads true and false as 1 and 0.
-			v = 0
-			if f.Value == true {
-				v = 1
-			}
-		}
-		where = append(where, s.field(arg(s.jsonPath(f.Field)), f.Compare)+" = "+arg(v))
+		where = append(where, s.d.jsonField(arg(s.d.jsonPath(f.Field)), f.Compare)+" = "+arg(s.d.jsonValue(f.Value, f.Compare)))
 	}
 	cond := strings.Join(where, " AND ")
 	condArgs := len(args)
@@ -150,7 +122,7 @@ func (s *Store) RecordList(ctx context.Context, q RecordQuery) ([]Record, int, e
 	// only the page's records are read whole (twice as fast as a count
 	// and a page, each reading every match). Records without the field
 	// sort after the others either way.
-	key := s.field(arg(s.jsonPath(q.SortField)), q.SortCompare)
+	key := s.d.jsonField(arg(s.d.jsonPath(q.SortField)), q.SortCompare)
 	var total int
 	rows, err := queryPageWithin(ctx, s, budget, func(row interface{ Scan(...any) error }, r *Record) error {
 		return scanRecord(countedRow{row, &total}, r)
@@ -179,47 +151,18 @@ func (s *Store) recordSelectOf(t string) string {
 	cols := strings.Split(recordColumns, ", ")
 	for i, c := range cols {
 		cols[i] = t + "." + c
-		if c == "data" && s.dialect == SQLite {
-			cols[i] = "json(" + t + ".data)"
+		if c == "data" {
+			cols[i] = s.d.jsonLoad(t + ".data")
 		}
 	}
 	return strings.Join(cols, ", ")
-}
-
-// jsonPath is how the dialect names a top-level field of data.
-func (s *Store) jsonPath(field string) string {
-	if s.dialect == SQLite {
-		return `$."` + field + `"`
-	}
-	return field
-}
-
-// field is the SQL of data's field at the bound path p, typed for compare.
-// On PostgreSQL a value of another JSON type (stored before its field's
-// type changed) is NULL, as a missing one: a cast of it would fail the
-// whole list. SQLite compares mixed types without failing.
-func (s *Store) field(p, compare string) string {
-	if s.dialect == SQLite {
-		return "json_extract(data, " + p + ")"
-	}
-	switch compare {
-	case CompareNumber:
-		return "(CASE WHEN jsonb_typeof(data->" + p + "::text) = 'number' THEN (data->>" + p + "::text)::numeric END)"
-	case CompareBool:
-		return "(CASE WHEN jsonb_typeof(data->" + p + "::text) = 'boolean' THEN (data->>" + p + "::text)::boolean END)"
-	}
-	return "(data->>" + p + "::text)"
 }
 
 // RecordScan calls fn with the data of every record of model (of every
 // user), one row at a time: what a check over all of them reads without
 // holding them all.
 func (s *Store) RecordScan(ctx context.Context, modelID string, fn func(data []byte) error) error {
-	col := "data"
-	if s.dialect == SQLite {
-		col = "json(data)"
-	}
-	rows, err := s.reader().QueryContext(ctx, `SELECT `+col+` FROM app_records WHERE model_id = $1`, modelID)
+	rows, err := s.reader().QueryContext(ctx, `SELECT `+s.d.jsonLoad("data")+` FROM app_records WHERE model_id = $1`, modelID)
 	if err != nil {
 		return err
 	}

@@ -54,10 +54,10 @@ type querier interface {
 // Store is the database. A Store returned by InTx is bound to that
 // transaction: every method then runs inside it.
 type Store struct {
-	dialect Dialect
-	read    *sql.DB // SQLite: read-only pool; PostgreSQL: the pool
-	write   *sql.DB // SQLite: one connection; PostgreSQL: the same pool as read
-	tx      *sql.Tx
+	d     dialect // what differs between the databases (dialect.go)
+	read  *sql.DB // SQLite: read-only pool; PostgreSQL: the pool
+	write *sql.DB // SQLite: one connection; PostgreSQL: the same pool as read
+	tx    *sql.Tx
 	// shared marks a transaction of the SQLite committer (commit.go): its
 	// statements ignore their callers' cancellation.
 	shared  bool
@@ -104,7 +104,7 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: connect to %s: %w", redact(dsn), err)
 	}
-	return &Store{dialect: Postgres, read: db, write: db, display: "postgres " + redact(dsn), migrated: new(atomic.Bool)}, nil
+	return &Store{d: postgresDialect{}, read: db, write: db, display: "postgres " + redact(dsn), migrated: new(atomic.Bool)}, nil
 }
 
 func openSQLite(ctx context.Context, path string) (*Store, error) {
@@ -153,7 +153,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	read := sql.OpenDB(cachingConnector{dsn: "file:" + path + "?" + pragmas + "&_pragma=query_only(1)", drv: drv})
 	read.SetMaxOpenConns(max(4, 2*runtime.NumCPU()))
 	read.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
-	s := &Store{dialect: SQLite, read: read, write: write, file: path, display: "sqlite " + path, migrated: new(atomic.Bool),
+	s := &Store{d: sqliteDialect{}, read: read, write: write, file: path, display: "sqlite " + path, migrated: new(atomic.Bool),
 		acts: newActivationCache()}
 	s.commits = newCommitter(s)
 	return s, nil
@@ -175,27 +175,36 @@ func (s *Store) Close() error {
 }
 
 // Dialect reports which database this is.
-func (s *Store) Dialect() Dialect { return s.dialect }
+func (s *Store) Dialect() Dialect { return s.d.name() }
+
+// MultiNode reports whether several processes may serve this database at
+// once (PostgreSQL), so that they must tell each other what changed; on
+// SQLite one process serves it (Exclusive).
+func (s *Store) MultiNode() bool { return s.d.multiNode() }
 
 // String names the database for logs, without credentials.
 func (s *Store) String() string { return s.display }
 
-// DB is the handle River drives: the single writer on SQLite (River's own
-// writes must queue behind ours), the pool on PostgreSQL.
+// DB is the raw handle, for tests only: those that inject a fault or
+// inspect rows beneath the store (the single writer on SQLite, the pool on
+// PostgreSQL). Code outside the store never calls it (TestSeam).
 func (s *Store) DB() *sql.DB { return s.write }
 
-// Tx is the transaction this Store is bound to, or nil; River's InsertTx
-// takes it so a job commits or rolls back with the rows it belongs to.
-func (s *Store) Tx() *sql.Tx { return s.tx }
-
-// TxContext is the context for statements that code outside the store
-// (River) runs in this Store's transaction: a shared SQLite transaction must
-// not be interrupted by one caller's cancellation (commit.go).
-func (s *Store) TxContext(ctx context.Context) context.Context {
-	if s.shared {
-		return context.WithoutCancel(ctx)
+// RiverTx hands River (internal/queue, and nothing else) the transaction
+// this Store is bound to, so that a job commits or rolls back with the rows
+// it belongs to, together with the context River's statements must run
+// under: a shared SQLite transaction is not interrupted by one caller's
+// cancellation (commit.go). The two come as one so that the raw
+// transaction is never used without that guard. ok is false outside a
+// transaction.
+func (s *Store) RiverTx(ctx context.Context) (context.Context, *sql.Tx, bool) {
+	switch {
+	case s.tx == nil:
+		return ctx, nil, false
+	case s.shared:
+		return context.WithoutCancel(ctx), s.tx, true
 	}
-	return ctx
+	return ctx, s.tx, true
 }
 
 // Ping checks that the database answers.
@@ -316,18 +325,10 @@ func (u uncancelled) QueryRowContext(ctx context.Context, q string, args ...any)
 	return u.tx.QueryRowContext(context.WithoutCancel(ctx), q, args...)
 }
 
-// sqliteTime is the fixed-width UTC text SQLite stores timestamps as. Fixed
-// width matters: the text is compared and sorted as text.
-const sqliteTime = "2006-01-02T15:04:05.000000Z"
-
 // ts converts a time into the value the dialect stores. Times are kept at
 // microsecond precision, PostgreSQL's, so a value reads back as written.
 func (s *Store) ts(t time.Time) any {
-	t = t.UTC().Truncate(time.Microsecond)
-	if s.dialect == SQLite {
-		return t.Format(sqliteTime)
-	}
-	return t
+	return s.d.ts(t.UTC().Truncate(time.Microsecond))
 }
 
 // tsPtr is ts for an optional time: nil stays NULL.

@@ -196,7 +196,9 @@ func TestInTxRollsBack(t *testing.T) {
 		err := s.InTx(ctx, func(tx *store.Store) error {
 			now := store.Now()
 			require.NoError(t, tx.UserCreate(ctx, &store.User{ID: uuid.NewString(), Email: "tx@x.io", CreatedAt: now, UpdatedAt: now}, false))
-			require.NotNil(t, tx.Tx())
+			_, raw, ok := tx.RiverTx(ctx)
+			require.True(t, ok)
+			require.NotNil(t, raw)
 			return boom
 		})
 		require.ErrorIs(t, err, boom)

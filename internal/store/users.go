@@ -29,20 +29,20 @@ func scanUser(row interface{ Scan(...any) error }, u *User) error {
 // ErrConflict.
 func (s *Store) UserCreate(ctx context.Context, u *User, adminIfFirst bool) error {
 	return s.InTx(ctx, func(tx *Store) error {
-		if tx.dialect == Postgres {
-			// Two first registrations at once must not both become admin.
-			if _, err := tx.tx.ExecContext(ctx, `LOCK TABLE users IN SHARE ROW EXCLUSIVE MODE`); err != nil {
+		// Two first registrations at once must not both become admin.
+		if lock := tx.d.lockTable("users"); lock != "" {
+			if _, err := tx.writer().ExecContext(ctx, lock); err != nil {
 				return err
 			}
 		}
 		if adminIfFirst && !u.IsAdmin {
 			var exists bool
-			if err := tx.tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM users)`).Scan(&exists); err != nil {
+			if err := tx.writer().QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM users)`).Scan(&exists); err != nil {
 				return err
 			}
 			u.IsAdmin = !exists
 		}
-		_, err := tx.tx.ExecContext(ctx, `INSERT INTO users (`+userColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		_, err := tx.writer().ExecContext(ctx, `INSERT INTO users (`+userColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 			u.ID, u.Email, u.PasswordHash, u.FirstName, u.LastName, u.IsActive, u.IsAdmin, tx.ts(u.CreatedAt), tx.ts(u.UpdatedAt))
 		return mapErr(err)
 	})

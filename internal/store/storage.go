@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"time"
 )
 
 // StorageItem is one key of an app's storage (ctx.storage).
@@ -26,10 +25,7 @@ func (s *Store) StorageGet(ctx context.Context, userID, appID, key string) (json
 // first always comes). The database sums the sizes, so the values past the
 // page never leave it.
 func (s *Store) StorageList(ctx context.Context, userID, appID, prefix, after string, limit, maxBytes int) ([]StorageItem, error) {
-	size := "octet_length(key) + octet_length(value::text)"
-	if s.dialect == SQLite {
-		size = "length(CAST(key AS BLOB)) + length(CAST(value AS BLOB))"
-	}
+	size := s.d.octets("key") + " + " + s.d.octets("value")
 	// A range, not LIKE: a prefix holding % or _ means itself.
 	return queryAll(ctx, s.reader(), func(row interface{ Scan(...any) error }, it *StorageItem) error {
 		var v []byte
@@ -56,34 +52,4 @@ func prefixEnd(prefix string) string {
 		}
 	}
 	return ""
-}
-
-// RunLogs are the logs of one run (an activation or an execution).
-type RunLogs struct {
-	RunID     string
-	UserID    string
-	AppID     string
-	Logs      json.RawMessage // [{ts, level, message}]
-	Truncated bool
-	CreatedAt time.Time
-}
-
-// RunLogsPut stores the logs of a run, replacing those of an earlier
-// attempt of it.
-func (s *Store) RunLogsPut(ctx context.Context, l *RunLogs) error {
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO run_logs (run_id, user_id, app_id, logs, truncated, created_at) VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (run_id) DO UPDATE SET logs = excluded.logs, truncated = excluded.truncated, created_at = excluded.created_at`,
-		l.RunID, l.UserID, l.AppID, string(l.Logs), l.Truncated, s.ts(l.CreatedAt))
-	return mapErr(err)
-}
-
-// RunLogsGet returns the logs of the user's run, or ErrNotFound when it
-// wrote none.
-func (s *Store) RunLogsGet(ctx context.Context, userID, runID string) (*RunLogs, error) {
-	l := RunLogs{RunID: runID, UserID: userID}
-	var logs []byte
-	err := s.reader().QueryRowContext(ctx, `SELECT app_id, logs, truncated, created_at FROM run_logs WHERE run_id = $1 AND user_id = $2`,
-		runID, userID).Scan(&l.AppID, &logs, &l.Truncated, &l.CreatedAt)
-	l.Logs = logs
-	return &l, mapErr(err)
 }

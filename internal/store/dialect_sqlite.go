@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+)
+
+// sqliteDialect is SQLite's SQL (modernc).
+type sqliteDialect struct{}
+
+func (sqliteDialect) name() Dialect                 { return SQLite }
+func (sqliteDialect) multiNode() bool               { return false }
+func (sqliteDialect) forUpdate() string             { return "" }
+func (sqliteDialect) lockTable(table string) string { return "" }
+func (sqliteDialect) cast(expr, typ string) string  { return expr }
+
+func (sqliteDialect) octets(expr string) string { return "length(CAST(" + expr + " AS BLOB))" }
+
+func (sqliteDialect) millisBetween(from, to string) string {
+	return "CAST(ROUND((julianday(" + to + ") - julianday(" + from + ")) * 86400000) AS INTEGER)"
+}
+
+// sqliteTime is the fixed-width UTC text SQLite stores timestamps as. Fixed
+// width matters: the text is compared and sorted as text.
+const sqliteTime = "2006-01-02T15:04:05.000000Z"
+
+func (sqliteDialect) ts(t time.Time) any { return t.Format(sqliteTime) }
+
+// SQLite keeps JSON as JSONB, its binary JSON, which filters and sorts
+// read without parsing text, and gives it back as text.
+func (sqliteDialect) jsonStore(p string) string    { return "jsonb(" + p + ")" }
+func (sqliteDialect) jsonLoad(col string) string   { return "json(" + col + ")" }
+func (sqliteDialect) jsonPath(field string) string { return `$."` + field + `"` }
+
+// jsonField compares mixed types without failing, so needs no guard.
+func (sqliteDialect) jsonField(p, compare string) string { return "json_extract(data, " + p + ")" }
+
+// jsonValue: json_extract reads true and false as 1 and 0.
+func (sqliteDialect) jsonValue(v any, compare string) any {
+	if compare != CompareBool {
+		return v
+	}
+	if v == true {
+		return 1
+	}
+	return 0
+}
+
+// appendEvents has no data-modifying CTE, and needs none: the one writer
+// runs one transaction at a time.
+func (sqliteDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRow) (int64, error) {
+	var last int64
+	err := s.writer().QueryRowContext(ctx, `
+		INSERT INTO event_counters (user_id, seq) VALUES ($1, $2)
+		ON CONFLICT (user_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
+		RETURNING seq`, rows[0].UserID, len(rows)).Scan(&last)
+	if err != nil {
+		return 0, err
+	}
+	for i, e := range rows {
+		_, err = s.writer().ExecContext(ctx, `INSERT INTO events (`+eventColumns+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			e.UserID, last-int64(len(rows)-1-i), e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
+		if err != nil {
+			return 0, err
+		}
+	}
+	return last, nil
+}
+
+func (sqliteDialect) migrations() (string, goose.Dialect) {
+	return "migrations/sqlite", goose.DialectSQLite3
+}
+
+func (sqliteDialect) riverDriver(db *sql.DB) riverdriver.Driver[*sql.Tx] { return riversqlite.New(db) }
+
+// lockMigrations: one process opens the file at a time (Exclusive), and
+// the migrations run on the one writer connection.
+func (sqliteDialect) lockMigrations(context.Context, *sql.DB) (func(), error) { return func() {}, nil }
