@@ -9,6 +9,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentplatform/agentplatform/internal/appdata"
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -214,22 +215,9 @@ func (a *API) installApp(ctx context.Context, in *installInput) (*installOutput,
 	return out, nil
 }
 
-// AppModel is a data model of an app.
-type AppModel struct {
-	ID        string       `json:"id"`
-	AppID     string       `json:"app_id"`
-	Slug      string       `json:"slug"`
-	Name      string       `json:"name"`
-	Fields    []apps.Field `json:"fields"`
-	CreatedAt time.Time    `json:"created_at"`
-	UpdatedAt time.Time    `json:"updated_at"`
-}
-
-func appModelOut(m *store.AppModel) AppModel {
-	out := AppModel{ID: m.ID, AppID: m.AppID, Slug: m.Slug, Name: m.Name, Fields: []apps.Field{}, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
-	_ = json.Unmarshal(m.Fields, &out.Fields) // validated when written
-	return out
-}
+// AppModel is a data model of an app: the data domain's own answer, under
+// the name clients know it by.
+type AppModel appdata.Model
 
 type listModelsOutput struct {
 	Body struct {
@@ -239,13 +227,7 @@ type listModelsOutput struct {
 }
 
 func (a *API) listAppModels(ctx context.Context, in *appIDInput) (*listModelsOutput, error) {
-	models, err := a.Apps.Models(ctx, mustCaller(ctx), in.AppID)
-	if err != nil {
-		return nil, err
-	}
-	out := &listModelsOutput{}
-	out.Body.Models, out.Body.Page = mapAll(models, appModelOut), Page{TotalCount: len(models)}
-	return out, nil
+	return a.modelsOf(ctx, in.AppID)
 }
 
 // rawJSONObject decodes a raw JSON body that must be an object.

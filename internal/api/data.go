@@ -22,9 +22,7 @@ func (a *API) appOf(ctx context.Context, appID string) (*store.App, error) {
 	return a.Apps.OwnedApp(ctx, mustCaller(ctx), appID)
 }
 
-func modelAnswer(m *appdata.Model) AppModel {
-	return AppModel{ID: m.ID, AppID: m.AppID, Slug: m.Slug, Name: m.Name, Fields: m.Fields, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
-}
+func modelAnswer(m *appdata.Model) AppModel { return AppModel(*m) }
 
 // DataRecord is one record of an app's data model.
 type DataRecord struct {

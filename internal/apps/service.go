@@ -200,15 +200,6 @@ func (s *Service) DeleteApp(ctx context.Context, c *auth.Caller, appID string) e
 	return nil
 }
 
-// Models returns the data models of the caller's app.
-func (s *Service) Models(ctx context.Context, c *auth.Caller, appID string) ([]store.AppModel, error) {
-	app, err := s.OwnedApp(ctx, c, appID)
-	if err != nil {
-		return nil, err
-	}
-	return s.store.AppModelListByApp(ctx, app.ID)
-}
-
 // manifestHeader is what apps.manifest keeps of an imported manifest
 // beyond the app's own columns.
 type manifestHeader struct {

@@ -75,29 +75,29 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, appID string, limit,
 // has every field of the manifest's authenticators, and client_id and
 // client_secret are required; is_active is optional (true).
 func (s *Service) Create(ctx context.Context, c *auth.Caller, appID string, body map[string]any) (*store.Authenticator, error) {
-	app, err := s.apps.ManagedApp(ctx, c, appID)
+	var a *store.Authenticator
+	err := apps.CreatePart(ctx, s.apps, c, appID, "authenticator", func(app *store.App) (string, error) {
+		w, err := writable(body, true)
+		if err != nil {
+			return "", err
+		}
+		spec, err := s.decode(body)
+		if err != nil {
+			return "", err
+		}
+		if spec.ClientID == "" {
+			return "", apperr.Invalid("client_id", "Missing required field: client_id")
+		}
+		now := s.now()
+		a = &store.Authenticator{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: app.UserID, IsActive: true, CreatedAt: now, UpdatedAt: now}
+		spec.SetOn(a)
+		if err := s.apply(w, a); err != nil {
+			return "", err
+		}
+		return a.Name, s.store.AuthenticatorCreate(ctx, a)
+	})
 	if err != nil {
 		return nil, err
-	}
-	w, err := writable(body, true)
-	if err != nil {
-		return nil, err
-	}
-	spec, err := s.decode(body)
-	if err != nil {
-		return nil, err
-	}
-	if spec.ClientID == "" {
-		return nil, apperr.Invalid("client_id", "Missing required field: client_id")
-	}
-	now := s.now()
-	a := &store.Authenticator{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: app.UserID, IsActive: true, CreatedAt: now, UpdatedAt: now}
-	spec.SetOn(a)
-	if err := s.apply(w, a); err != nil {
-		return nil, err
-	}
-	if err := s.store.AuthenticatorCreate(ctx, a); err != nil {
-		return nil, apps.NameTaken(err, "authenticator", a.Name)
 	}
 	return a, nil
 }
@@ -110,28 +110,31 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, id string, patch m
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.apps.ManagedApp(ctx, c, a.AppID); err != nil {
-		return nil, err
-	}
-	w, err := writable(patch, false)
-	if err != nil {
-		return nil, err
-	}
 	cur := s.apps.AuthenticatorSpec(a)
-	spec, err := s.decode(apps.Merged(map[string]any{"name": cur.Name, "authenticator_type": cur.AuthenticatorType,
+	fields := map[string]any{"name": cur.Name, "authenticator_type": cur.AuthenticatorType,
 		"client_id": cur.ClientID, "scopes": cur.Scopes, "authorize_url": cur.AuthorizeURL, "token_url": cur.TokenURL,
 		"refresh_url": cur.RefreshURL, "revoke_url": cur.RevokeURL, "redirect_uri": cur.RedirectURI,
-		"configuration": cur.Configuration}, patch))
+		"configuration": cur.Configuration}
+	// writable takes client_secret and is_active out of the patch before it
+	// is merged: they are not fields of the spec.
+	w, werr := writable(patch, false)
+	err = apps.UpdatePart(ctx, s.apps, c, a.AppID, "authenticator", fields, patch, func(merged map[string]any) (string, error) {
+		if werr != nil {
+			return "", werr
+		}
+		spec, err := s.decode(merged)
+		if err != nil {
+			return "", err
+		}
+		spec.SetOn(a)
+		if err := s.apply(w, a); err != nil {
+			return "", err
+		}
+		a.UpdatedAt = s.now()
+		return a.Name, s.store.AuthenticatorUpdate(ctx, a)
+	})
 	if err != nil {
 		return nil, err
-	}
-	spec.SetOn(a)
-	if err := s.apply(w, a); err != nil {
-		return nil, err
-	}
-	a.UpdatedAt = s.now()
-	if err := s.store.AuthenticatorUpdate(ctx, a); err != nil {
-		return nil, apps.NameTaken(err, "authenticator", a.Name)
 	}
 	return a, nil
 }
@@ -142,15 +145,14 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, id string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.apps.ManagedApp(ctx, c, a.AppID); err != nil {
-		return err
-	}
-	if s.OnDelete != nil {
-		if err := s.OnDelete(ctx, a); err != nil {
-			return err
+	return apps.DeletePart(ctx, s.apps, c, a.AppID, func() error {
+		if s.OnDelete != nil {
+			if err := s.OnDelete(ctx, a); err != nil {
+				return err
+			}
 		}
-	}
-	return s.store.AuthenticatorDelete(ctx, a.ID)
+		return s.store.AuthenticatorDelete(ctx, a.ID)
+	})
 }
 
 // decode validates an authenticator body by the manifest's rules and the

@@ -88,24 +88,23 @@ func decode(body map[string]any) (*apps.FunctionSpec, error) {
 
 // Create makes a function in the caller's app body["app_id"].
 func (s *Service) Create(ctx context.Context, c *auth.Caller, body map[string]any) (*store.Function, error) {
-	appID, _ := body["app_id"].(string)
-	if appID == "" {
-		return nil, apperr.Invalid("app_id", "Missing required field: app_id")
-	}
-	app, err := s.apps.ManagedApp(ctx, c, appID)
+	appID, err := apps.BodyAppID(body)
 	if err != nil {
 		return nil, err
 	}
-	delete(body, "app_id")
-	spec, err := decode(body)
+	var f *store.Function
+	err = apps.CreatePart(ctx, s.apps, c, appID, "function", func(app *store.App) (string, error) {
+		spec, err := decode(body)
+		if err != nil {
+			return "", err
+		}
+		now := s.now()
+		f = &store.Function{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: app.UserID, Name: spec.Name, Description: spec.Description,
+			Code: spec.Code, InputSchema: spec.InputSchema, TimeoutSeconds: spec.TimeoutSeconds, CreatedAt: now, UpdatedAt: now}
+		return f.Name, s.store.FunctionCreate(ctx, f)
+	})
 	if err != nil {
 		return nil, err
-	}
-	now := s.now()
-	f := &store.Function{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: app.UserID, Name: spec.Name, Description: spec.Description,
-		Code: spec.Code, InputSchema: spec.InputSchema, TimeoutSeconds: spec.TimeoutSeconds, CreatedAt: now, UpdatedAt: now}
-	if err := s.store.FunctionCreate(ctx, f); err != nil {
-		return nil, apps.NameTaken(err, "function", f.Name)
 	}
 	return f, nil
 }
@@ -117,18 +116,19 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, id string, patch m
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.apps.ManagedApp(ctx, c, f.AppID); err != nil {
-		return nil, err
-	}
-	spec, err := decode(apps.Merged(map[string]any{"name": f.Name, "description": f.Description, "code": f.Code,
-		"input_schema": f.InputSchema, "timeout_seconds": f.TimeoutSeconds}, patch))
+	cur := map[string]any{"name": f.Name, "description": f.Description, "code": f.Code,
+		"input_schema": f.InputSchema, "timeout_seconds": f.TimeoutSeconds}
+	err = apps.UpdatePart(ctx, s.apps, c, f.AppID, "function", cur, patch, func(merged map[string]any) (string, error) {
+		spec, err := decode(merged)
+		if err != nil {
+			return "", err
+		}
+		f.Name, f.Description, f.Code, f.InputSchema, f.TimeoutSeconds = spec.Name, spec.Description, spec.Code, spec.InputSchema, spec.TimeoutSeconds
+		f.UpdatedAt = s.now()
+		return f.Name, s.store.FunctionUpdate(ctx, f)
+	})
 	if err != nil {
 		return nil, err
-	}
-	f.Name, f.Description, f.Code, f.InputSchema, f.TimeoutSeconds = spec.Name, spec.Description, spec.Code, spec.InputSchema, spec.TimeoutSeconds
-	f.UpdatedAt = s.now()
-	if err := s.store.FunctionUpdate(ctx, f); err != nil {
-		return nil, apps.NameTaken(err, "function", f.Name)
 	}
 	return f, nil
 }
@@ -139,10 +139,7 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, id string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.apps.ManagedApp(ctx, c, f.AppID); err != nil {
-		return err
-	}
-	return s.store.FunctionDelete(ctx, f.ID)
+	return apps.DeletePart(ctx, s.apps, c, f.AppID, func() error { return s.store.FunctionDelete(ctx, f.ID) })
 }
 
 // Execution is one run of a function, as answered.

@@ -166,25 +166,24 @@ func (s *Service) decode(ctx context.Context, appID string, body map[string]any)
 
 // Create makes a pipeline in the caller's app body["app_id"].
 func (s *Service) Create(ctx context.Context, c *auth.Caller, body map[string]any) (*store.Pipeline, error) {
-	appID, _ := body["app_id"].(string)
-	if appID == "" {
-		return nil, apperr.Invalid("app_id", "Missing required field: app_id")
-	}
-	app, err := s.apps.ManagedApp(ctx, c, appID)
+	appID, err := apps.BodyAppID(body)
 	if err != nil {
 		return nil, err
 	}
-	delete(body, "app_id")
-	spec, err := s.decode(ctx, app.ID, body)
+	var p *store.Pipeline
+	err = apps.CreatePart(ctx, s.apps, c, appID, "pipeline", func(app *store.App) (string, error) {
+		spec, err := s.decode(ctx, app.ID, body)
+		if err != nil {
+			return "", err
+		}
+		steps, _ := json.Marshal(spec.Steps)
+		now := s.now()
+		p = &store.Pipeline{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: app.UserID, Name: spec.Name,
+			Description: spec.Description, Steps: steps, CreatedAt: now, UpdatedAt: now}
+		return p.Name, s.store.PipelineCreate(ctx, p)
+	})
 	if err != nil {
 		return nil, err
-	}
-	steps, _ := json.Marshal(spec.Steps)
-	now := s.now()
-	p := &store.Pipeline{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: app.UserID, Name: spec.Name,
-		Description: spec.Description, Steps: steps, CreatedAt: now, UpdatedAt: now}
-	if err := s.store.PipelineCreate(ctx, p); err != nil {
-		return nil, apps.NameTaken(err, "pipeline", p.Name)
 	}
 	return p, nil
 }
@@ -196,17 +195,18 @@ func (s *Service) Update(ctx context.Context, c *auth.Caller, id string, patch m
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.apps.ManagedApp(ctx, c, p.AppID); err != nil {
-		return nil, err
-	}
-	spec, err := s.decode(ctx, p.AppID, apps.Merged(map[string]any{"name": p.Name, "description": p.Description, "steps": p.Steps}, patch))
+	cur := map[string]any{"name": p.Name, "description": p.Description, "steps": p.Steps}
+	err = apps.UpdatePart(ctx, s.apps, c, p.AppID, "pipeline", cur, patch, func(merged map[string]any) (string, error) {
+		spec, err := s.decode(ctx, p.AppID, merged)
+		if err != nil {
+			return "", err
+		}
+		p.Name, p.Description, p.UpdatedAt = spec.Name, spec.Description, s.now()
+		p.Steps, _ = json.Marshal(spec.Steps)
+		return p.Name, s.store.PipelineUpdate(ctx, p)
+	})
 	if err != nil {
 		return nil, err
-	}
-	p.Name, p.Description, p.UpdatedAt = spec.Name, spec.Description, s.now()
-	p.Steps, _ = json.Marshal(spec.Steps)
-	if err := s.store.PipelineUpdate(ctx, p); err != nil {
-		return nil, apps.NameTaken(err, "pipeline", p.Name)
 	}
 	return p, nil
 }
@@ -217,10 +217,7 @@ func (s *Service) Delete(ctx context.Context, c *auth.Caller, id string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.apps.ManagedApp(ctx, c, p.AppID); err != nil {
-		return err
-	}
-	return s.store.PipelineDelete(ctx, p.ID)
+	return apps.DeletePart(ctx, s.apps, c, p.AppID, func() error { return s.store.PipelineDelete(ctx, p.ID) })
 }
 
 // StepState is a step of a run, as answered.
