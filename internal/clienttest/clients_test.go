@@ -2,6 +2,7 @@ package clienttest_test
 
 import (
 	"context"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -125,16 +126,21 @@ var (
 	tsString  = regexp.MustCompile("\"(?:[^\"\\\\\n]|\\\\.)*\"|'(?:[^'\\\\\n]|\\\\.)*'|`(?:[^`\\\\]|\\\\.)*`")
 )
 
-// checkTypeScriptCasts fails t at each cast in src.
-func checkTypeScriptCasts(t *testing.T, src string) {
-	t.Helper()
-	require.NotContains(t, src, "@ts-", "readme.ts: a ts-comment directive")
+// typeScriptCasts lists the casts in src, each with its line.
+func typeScriptCasts(src string) []string {
+	var found []string
+	if strings.Contains(src, "@ts-") {
+		found = append(found, "a ts-comment directive (@ts-…)")
+	}
 	code := tsString.ReplaceAllString(tsComment.ReplaceAllString(src, ""), `""`)
 	for i, line := range strings.Split(code, "\n") {
 		for _, c := range tsCasts {
-			require.False(t, c.re.MatchString(line), "readme.ts: %s in %q (line %d once comments are left out)", c.what, line, i+1)
+			if c.re.MatchString(line) {
+				found = append(found, fmt.Sprintf("line %d: %s in %q (comments and strings left out)", i+1, c.what, line))
+			}
 		}
 	}
+	return found
 }
 
 // typescriptClient generates the TypeScript client from doc, type-checks
@@ -150,7 +156,7 @@ func typescriptClient(t *testing.T, doc string) string {
 
 	src, err := os.ReadFile(fromRoot(t, "testdata/clients/readme.ts"))
 	require.NoError(t, err)
-	checkTypeScriptCasts(t, string(src))
+	require.Empty(t, typeScriptCasts(string(src)), "testdata/clients/readme.ts casts")
 	manifest, err := os.ReadFile(fromRoot(t, "examples/support-desk.json"))
 	require.NoError(t, err)
 
@@ -194,42 +200,74 @@ func goClient(t *testing.T, doc string) string {
 	out, err = command(t.Context(), dir, env, goBin, "tool", "oapi-codegen", "-generate", "types,client", "-package", "api",
 		"-o", filepath.Join("api", "client.gen.go"), doc)
 	require.NoError(t, err, "oapi-codegen: %s", out)
-	checkGoCasts(t, dir)
+	gen, err := os.ReadFile(filepath.Join(dir, "api", "client.gen.go"))
+	require.NoError(t, err)
+	prog, err := os.ReadFile(filepath.Join(dir, "main.go"))
+	require.NoError(t, err)
+	require.Empty(t, goCasts(t, string(gen), string(prog)), "testdata/clients/go/main.go casts")
 	out, err = command(t.Context(), dir, env, goBin, "build", "-o", "clientcheck", ".")
 	require.NoError(t, err, "go build of testdata/clients/go with the generated client:\n%s", out)
 	return filepath.Join(dir, "clientcheck")
 }
 
-// checkGoCasts fails t at each type assertion in the Go program, and at
-// each conversion to a type of the generated client or of its runtime.
-func checkGoCasts(t *testing.T, dir string) {
+// goCasts lists the type assertions in the Go program prog, and its
+// conversions to a type of the generated client gen or of its runtime.
+func goCasts(t *testing.T, gen, prog string) []string {
 	t.Helper()
 	fset := token.NewFileSet()
-	gen, err := parser.ParseFile(fset, filepath.Join(dir, "api", "client.gen.go"), nil, parser.SkipObjectResolution)
+	g, err := parser.ParseFile(fset, "client.gen.go", gen, parser.SkipObjectResolution)
 	require.NoError(t, err)
 	docTypes := map[string]bool{}
-	for _, decl := range gen.Decls {
-		if g, ok := decl.(*ast.GenDecl); ok && g.Tok == token.TYPE {
-			for _, s := range g.Specs {
+	for _, decl := range g.Decls {
+		if d, ok := decl.(*ast.GenDecl); ok && d.Tok == token.TYPE {
+			for _, s := range d.Specs {
 				docTypes[s.(*ast.TypeSpec).Name.Name] = true
 			}
 		}
 	}
-	prog, err := parser.ParseFile(fset, filepath.Join(dir, "main.go"), nil, parser.SkipObjectResolution)
+	p, err := parser.ParseFile(fset, "main.go", prog, parser.SkipObjectResolution)
 	require.NoError(t, err)
-	var bad []string
-	ast.Inspect(prog, func(n ast.Node) bool {
+	var found []string
+	ast.Inspect(p, func(n ast.Node) bool {
 		switch x := n.(type) {
 		case *ast.TypeAssertExpr:
-			bad = append(bad, fset.Position(x.Pos()).String()+": a type assertion")
+			found = append(found, fset.Position(x.Pos()).String()+": a type assertion")
 		case *ast.CallExpr:
 			if sel, ok := x.Fun.(*ast.SelectorExpr); ok {
 				if pkg, ok := sel.X.(*ast.Ident); ok && (pkg.Name == "api" && docTypes[sel.Sel.Name] || pkg.Name == "openapi_types") {
-					bad = append(bad, fset.Position(x.Pos()).String()+": a conversion to "+pkg.Name+"."+sel.Sel.Name)
+					found = append(found, fset.Position(x.Pos()).String()+": a conversion to "+pkg.Name+"."+sel.Sel.Name)
 				}
 			}
 		}
 		return true
 	})
-	require.Empty(t, bad, "testdata/clients/go/main.go casts")
+	return found
+}
+
+// TestCastChecks: the checks find the casts they are there to refuse, and
+// nothing in code that has none.
+func TestCastChecks(t *testing.T) {
+	t.Parallel()
+	for _, src := range []string{
+		"const a = b as Foo;", "const a = <Foo>b;", "let x: any = 1;", "f(x!.y);", "g(a!);",
+		"// @ts-ignore\nconst a = 1;", "const a = b as const;",
+	} {
+		require.NotEmpty(t, typeScriptCasts(src), "%q", src)
+	}
+	require.Empty(t, typeScriptCasts(`// as any, as T, x!: in a comment
+const ok = createClient<paths, "application/json">({ baseUrl });
+if (!a || a !== b) throw new Error("has as any! <T>x");
+const t = `+"`${x} as any!`"+`;
+function f<T>(v: T): T { return v; }`))
+
+	gen := "package api\ntype Step struct{}\ntype StepType string\nfunc NewClient() {}\n"
+	for _, prog := range []string{
+		"package main\nfunc f(v any) { _ = v.(api.Step) }",
+		"package main\nfunc f(v any) { switch v.(type) {} }",
+		"package main\nfunc f(s string) { _ = api.StepType(s) }",
+		"package main\nfunc f(s string) { _ = openapi_types.Email(s) }",
+	} {
+		require.NotEmpty(t, goCasts(t, gen, prog), "%q", prog)
+	}
+	require.Empty(t, goCasts(t, gen, "package main\nfunc f() { api.NewClient(); _ = api.Step{}; _ = fmt.Sprint(1) }"))
 }
