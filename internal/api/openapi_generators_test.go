@@ -253,3 +253,20 @@ func TestOpenAPI30HasNoNullType(t *testing.T) {
 	})
 	require.Empty(t, bad)
 }
+
+// TestOpenAPIAccountEmailFormat: the account's email has one format in
+// the document, the answers' as register's and login's (format email), so
+// that a generated client compares the address it registered with the one
+// it gets back without a conversion (oapi-codegen types format email as
+// openapi_types.Email, a plain string as string).
+func TestOpenAPIAccountEmailFormat(t *testing.T) {
+	t.Parallel()
+	doc := rawDoc(t)
+	user := doc["components"].(map[string]any)["schemas"].(map[string]any)["User"].(map[string]any)
+	require.Equal(t, "email", user["properties"].(map[string]any)["email"].(map[string]any)["format"], "User.email")
+	for _, op := range []string{"register", "login"} {
+		body := doc["paths"].(map[string]any)["/api/v1/auth/"+op].(map[string]any)["post"].(map[string]any)["requestBody"].(map[string]any)
+		schema := body["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+		require.Equal(t, "email", schema["properties"].(map[string]any)["email"].(map[string]any)["format"], op)
+	}
+}

@@ -11,7 +11,7 @@ import (
 // User is an account as the API shows it (never the password hash).
 type User struct {
 	ID        string    `json:"id" doc:"User id (UUID)"`
-	Email     string    `json:"email"`
+	Email     string    `json:"email" format:"email"`
 	FirstName string    `json:"first_name"`
 	LastName  string    `json:"last_name"`
 	IsActive  bool      `json:"is_active"`
