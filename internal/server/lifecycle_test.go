@@ -62,7 +62,6 @@ func (j *journal) watch(name string, svc lifecycle.Service) lifecycle.Service {
 func TestFailedStartUnwinds(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		t.Parallel()
 		taken, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
 		defer taken.Close()
