@@ -2,26 +2,99 @@ package activation
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/version"
 )
 
-// Recovery is the worker side's housekeeping: it heartbeats for this
-// process and reaps the activations of workers that went silent. Every
-// worker process runs one, so a dead worker's activations come back as soon
-// as any other worker (a restarted one included) is up.
-type Recovery struct {
-	svc       *Service
-	self      store.Worker
-	stop      chan struct{}
-	done      sync.WaitGroup
-	closeOnce sync.Once
+// Worker is this process as a worker: its row in the workers table, its
+// heartbeat and the local fast path. It starts before the queue and stops
+// after it, so that River's jobs drain under a live heartbeat (another
+// node's reaper would otherwise take them back mid-run) and the row goes
+// only once nothing runs under its id.
+type Worker struct {
+	svc  *Service
+	stop chan struct{}
+	done sync.WaitGroup
+	// running is set by Start and cleared by the first Stop.
+	running atomic.Bool
 }
+
+// Worker is the service that registers this process, heartbeats for it
+// and runs the fast path (see Worker).
+func (s *Service) Worker() *Worker { return &Worker{svc: s} }
+
+// Start registers the worker, opens the fast path and heartbeats.
+func (w *Worker) Start(ctx context.Context) error {
+	if err := w.svc.RegisterWorker(ctx); err != nil {
+		return err
+	}
+	w.svc.startLocal()
+	w.stop = make(chan struct{})
+	w.running.Store(true)
+	w.done.Add(1)
+	go w.heartbeat(context.WithoutCancel(ctx), w.svc.self)
+	return nil
+}
+
+func (w *Worker) heartbeat(ctx context.Context, self store.Worker) {
+	defer w.done.Done()
+	t := time.NewTicker(w.svc.opts.HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+			self.HeartbeatAt = w.svc.now()
+			self.Running = w.svc.runningCount()
+			err := w.svc.Store.WorkerHeartbeat(ctx, &self)
+			if err != nil {
+				w.svc.Log.Warn("worker heartbeat", "err", err)
+			}
+			w.svc.Metrics.WorkerHeartbeat(err)
+		}
+	}
+}
+
+// Stop drains the fast path (runs finish until ctx ends, then hand their
+// activations back), stops heartbeating and unregisters the worker.
+func (w *Worker) Stop(ctx context.Context) error {
+	if !w.running.CompareAndSwap(true, false) {
+		return nil
+	}
+	w.svc.stopLocal(ctx)
+	close(w.stop)
+	w.done.Wait()
+	if err := w.svc.Store.WorkerDelete(ctx, w.svc.self.ID); err != nil {
+		return fmt.Errorf("unregister worker: %w", err)
+	}
+	return nil
+}
+
+// Recovery reaps the activations of workers that went silent, and follows
+// the queue's pause for the fast path. Every worker process runs one, so a
+// dead worker's activations come back as soon as any other worker (a
+// restarted one included) is up. It needs the queue started (it enqueues),
+// and a Worker: its own activations must not look orphaned.
+type Recovery struct {
+	svc  *Service
+	stop chan struct{}
+	done sync.WaitGroup
+	// running is set by Start and cleared by the first Stop.
+	running atomic.Bool
+	// worker is the Worker StartRecovery started for it, stopped with it.
+	worker *Worker
+}
+
+// Recovery is the reaper service (see Recovery).
+func (s *Service) Recovery() *Recovery { return &Recovery{svc: s} }
 
 // RegisterWorker records this worker process before it takes any work: an
 // activation claimed under a worker id with no row would look orphaned to
@@ -39,25 +112,34 @@ func (s *Service) RegisterWorker(ctx context.Context) error {
 	return nil
 }
 
-// StartRecovery starts heartbeating, reaping and the fast path; call it
-// after RegisterWorker and once the queue runs.
+// StartRecovery starts a Worker and a Recovery in one go, for a process
+// whose queue already runs; stopping the Recovery stops both.
 func (s *Service) StartRecovery(ctx context.Context) (*Recovery, error) {
-	if s.self.ID == "" {
-		if err := s.RegisterWorker(ctx); err != nil {
-			return nil, err
-		}
+	w := s.Worker()
+	if err := w.Start(ctx); err != nil {
+		return nil, err
 	}
-	r := &Recovery{svc: s, stop: make(chan struct{}), self: s.self}
-	s.startLocal()
-	s.refreshPaused(ctx)
+	r := s.Recovery()
+	if err := r.Start(ctx); err != nil {
+		return nil, errors.Join(err, w.Stop(ctx))
+	}
+	r.worker = w
+	return r, nil
+}
+
+// Start reaps at once (a restarted worker picks up what a dead one left),
+// then every heartbeat period.
+func (r *Recovery) Start(ctx context.Context) error {
+	r.svc.refreshPaused(ctx)
+	r.stop = make(chan struct{})
+	r.running.Store(true)
 	r.done.Add(1)
 	go r.loop(context.WithoutCancel(ctx))
-	return r, nil
+	return nil
 }
 
 func (r *Recovery) loop(ctx context.Context) {
 	defer r.done.Done()
-	// Reap at once: a restarted worker picks up what a dead one left.
 	r.reap(ctx)
 	t := time.NewTicker(r.svc.opts.HeartbeatEvery)
 	defer t.Stop()
@@ -72,29 +154,22 @@ func (r *Recovery) loop(ctx context.Context) {
 		case <-pause.C:
 			r.svc.refreshPaused(ctx)
 		case <-t.C:
-			r.self.HeartbeatAt = r.svc.now()
-			r.self.Running = r.svc.runningCount()
-			err := r.svc.Store.WorkerHeartbeat(ctx, &r.self)
-			if err != nil {
-				r.svc.Log.Warn("worker heartbeat", "err", err)
-			}
-			r.svc.Metrics.WorkerHeartbeat(err)
 			r.reap(ctx)
 		}
 	}
 }
 
-// Stop drains the fast path (runs finish until ctx ends, then hand their
-// activations back), ends the loop and unregisters the worker.
-func (r *Recovery) Stop(ctx context.Context) {
-	r.closeOnce.Do(func() {
-		r.svc.stopLocal(ctx)
-		close(r.stop)
-		r.done.Wait()
-		if err := r.svc.Store.WorkerDelete(ctx, r.self.ID); err != nil {
-			r.svc.Log.Warn("unregister worker", "err", err)
-		}
-	})
+// Stop ends the reaper (and the Worker StartRecovery started with it).
+func (r *Recovery) Stop(ctx context.Context) error {
+	if !r.running.CompareAndSwap(true, false) {
+		return nil
+	}
+	close(r.stop)
+	r.done.Wait()
+	if r.worker != nil {
+		return r.worker.Stop(ctx)
+	}
+	return nil
 }
 
 // reap hands back the running activations (and, through DeadWorkerHooks,

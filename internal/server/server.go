@@ -30,6 +30,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/function"
+	"github.com/agentplatform/agentplatform/internal/lifecycle"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/pipeline"
@@ -68,10 +69,8 @@ type Server struct {
 	Auth    *auth.Service
 	Queue   *queue.Queue
 	Events  *events.Bus
-	// Activations is the activation core; Recovery its heartbeat and
-	// reaper, running while this process works jobs.
+	// Activations is the activation core.
 	Activations *activation.Service
-	recovery    *activation.Recovery
 	API         *api.API
 	// handler is the router: the API and the pages behind one middleware.
 	handler http.Handler
@@ -80,8 +79,11 @@ type Server struct {
 	LLM     *llm.Service
 	opts    Options
 	ln      net.Listener
-	http    *http.Server
 	close   sync.Once
+	// started is what Start started, for Stop.
+	started *lifecycle.Sequence
+	// wrapService, when set, wraps every service (tests watch them).
+	wrapService func(name string, svc lifecycle.Service) lifecycle.Service
 
 	// Pipelines runs apps' pipelines step by step.
 	Pipelines *pipeline.Service
@@ -299,132 +301,193 @@ func (s *Server) Banner(w io.Writer) {
 	fmt.Fprintf(w, "worker: %s\n", worker)
 }
 
-// Run serves until ctx ends, then drains and closes everything.
+// Run serves until ctx ends, then drains and closes everything. A service
+// that fails to start stops the ones started before it, in reverse, and
+// the database closes last.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
-	if err := s.Start(ctx); err != nil {
+	run := s.sequence()
+	// The database closes after every service stopped: first in, last out.
+	s.add(run, "store", lifecycle.Funcs{OnStop: func(context.Context) error { s.Close(); return nil }})
+	s.addBackground(run)
+	if s.Config.DebugAddr != "" {
+		s.add(run, "debug server", &debugServer{s: s})
+	}
+	failed := make(chan error, 1)
+	if s.opts.HTTP {
+		s.add(run, "http server", &httpServer{s: s, base: ctx, failed: failed})
+	}
+	if err := run.Start(ctx); err != nil {
 		if ctx.Err() != nil {
 			// Stopped while starting (SIGTERM at boot): a clean stop.
-			s.Stop(context.WithoutCancel(ctx))
 			return nil
 		}
 		return err
 	}
-	errc := make(chan error, 1)
-	if s.Config.DebugAddr != "" {
-		stopDebug, err := s.serveDebug()
-		if err != nil {
-			return err
-		}
-		defer stopDebug()
-	}
-	if s.opts.HTTP {
-		if s.ln == nil {
-			if err := s.Listen(); err != nil {
-				return err
-			}
-		}
-		s.http = &http.Server{
-			Handler:           s.handler,
-			ReadHeaderTimeout: 10 * time.Second,
-			IdleTimeout:       2 * time.Minute,
-			ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
-			BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-
-			// Above api.MaxHeaderBytes, so that an oversized head reaches
-			// the API and gets the JSON 431 rather than net/http's text.
-			MaxHeaderBytes: api.ServerMaxHeaderBytes,
-		}
-		// SSE streams are requests Shutdown would wait for: end them, their
-		// clients reconnect with Last-Event-ID.
-		s.http.RegisterOnShutdown(s.API.CloseStreams)
-		go func() {
-			var err error
-			if s.Config.TLSCert != "" {
-				err = s.http.ServeTLS(s.ln, s.Config.TLSCert, s.Config.TLSKey)
-			} else {
-				err = s.http.Serve(s.ln)
-			}
-			if !errors.Is(err, http.ErrServerClosed) {
-				errc <- err
-			}
-		}()
-	}
 	var runErr error
 	select {
 	case <-ctx.Done():
-	case runErr = <-errc:
+	case runErr = <-failed:
 	}
 	s.Log.Info("shutting down: draining requests and running jobs")
 	drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), DrainTimeout)
 	defer cancel()
-	if s.http != nil {
-		if err := s.http.Shutdown(drain); err != nil {
-			s.Log.Warn("http shutdown", "err", err)
-		}
+	if err := run.Stop(drain); err != nil {
+		s.Log.Warn("shutdown", "err", err)
 	}
-	s.Stop(drain)
 	s.Log.Info("stopped")
 	return runErr
 }
 
-// Start starts the queue and, on a worker, the heartbeat and reaper.
+// sequence is an empty sequence whose failed start unwinds within the
+// drain timeout.
+func (s *Server) sequence() *lifecycle.Sequence {
+	q := lifecycle.NewSequence(s.Log)
+	q.UnwindTimeout = DrainTimeout
+	return q
+}
+
+// addBackground adds the services of the process besides its servers, in
+// the order they start (they stop in reverse):
+//   - the event listener first: a client that connects must hear other
+//     nodes' events, and WebSocket clients must still hear the ends of the
+//     activations that finish during the drain (hijacked connections are
+//     not awaited by http.Server.Shutdown: closing the subscriptions ends
+//     them);
+//   - the worker (its row, heartbeat and fast path) before the queue, so
+//     that River's jobs drain under a live heartbeat and the row goes
+//     after the last of them;
+//   - the queue: not Start's context itself, as River treats its end as a
+//     hard stop that cancels running jobs at once; SIGTERM must drain them
+//     (Queue.Stop) within DrainTimeout instead;
+//   - the reaper, which enqueues and so needs the queue.
+func (s *Server) addBackground(q *lifecycle.Sequence) {
+	add := func(name string, svc lifecycle.Service) { s.add(q, name, svc) }
+	add("event listener", lifecycle.Funcs{OnStart: s.Events.Start, OnStop: func(context.Context) error {
+		s.Events.Stop()
+		return nil
+	}})
+	if !s.Config.NoWorker {
+		add("worker", s.Activations.Worker())
+	}
+	add("queue", lifecycle.Funcs{
+		OnStart: func(ctx context.Context) error { return s.Queue.Start(context.WithoutCancel(ctx)) },
+		OnStop:  s.Queue.Stop,
+	})
+	if !s.Config.NoWorker {
+		add("recovery", s.Activations.Recovery())
+	}
+}
+
+// add adds a service to q, through the hook tests use to watch them.
+func (s *Server) add(q *lifecycle.Sequence, name string, svc lifecycle.Service) {
+	if s.wrapService != nil {
+		svc = s.wrapService(name, svc)
+	}
+	q.Add(name, svc)
+}
+
+// Start starts the services besides the HTTP and debug servers (tests that
+// serve Handler themselves); Stop drains them within ctx.
 func (s *Server) Start(ctx context.Context) error {
-	// Not ctx itself: River treats the end of Start's context as a hard
-	// stop that cancels running jobs at once. SIGTERM must drain them
-	// (Queue.Stop) within DrainTimeout instead.
-	if !s.Config.NoWorker {
-		if err := s.Activations.RegisterWorker(ctx); err != nil {
+	s.started = s.sequence()
+	s.addBackground(s.started)
+	return s.started.Start(ctx)
+}
+
+// Stop drains the services Start started within ctx (running activations
+// finish or are handed back), then unregisters the worker.
+func (s *Server) Stop(ctx context.Context) {
+	if s.started == nil {
+		return
+	}
+	if err := s.started.Stop(ctx); err != nil {
+		s.Log.Warn("stop", "err", err)
+	}
+}
+
+// httpServer serves the router on the listener (Listen's, or its own).
+type httpServer struct {
+	s *Server
+	// base is Run's context without its end: requests outlive SIGTERM
+	// until Shutdown has drained them.
+	base   context.Context
+	srv    *http.Server
+	failed chan<- error
+}
+
+func (h *httpServer) Start(context.Context) error {
+	s := h.s
+	if s.ln == nil {
+		if err := s.Listen(); err != nil {
 			return err
 		}
 	}
-	if err := s.Queue.Start(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("start queue: %w", err)
+	h.srv = &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(h.base) },
+
+		// Above api.MaxHeaderBytes, so that an oversized head reaches
+		// the API and gets the JSON 431 rather than net/http's text.
+		MaxHeaderBytes: api.ServerMaxHeaderBytes,
 	}
-	// Before serving: a client that connects must hear other nodes' events.
-	if err := s.Events.Start(ctx); err != nil {
-		return fmt.Errorf("start event listener: %w", err)
-	}
-	if !s.Config.NoWorker {
-		r, err := s.Activations.StartRecovery(ctx)
-		if err != nil {
-			return err
+	// SSE streams are requests Shutdown would wait for: end them, their
+	// clients reconnect with Last-Event-ID.
+	h.srv.RegisterOnShutdown(s.API.CloseStreams)
+	go func() {
+		var err error
+		if s.Config.TLSCert != "" {
+			err = h.srv.ServeTLS(s.ln, s.Config.TLSCert, s.Config.TLSKey)
+		} else {
+			err = h.srv.Serve(s.ln)
 		}
-		s.recovery = r
-	}
+		if !errors.Is(err, http.ErrServerClosed) {
+			h.failed <- err
+		}
+	}()
 	return nil
 }
 
-// Stop drains the queue (running activations finish or are handed back)
-// within ctx, then unregisters the worker.
-func (s *Server) Stop(ctx context.Context) {
-	if err := s.Queue.Stop(ctx); err != nil {
-		s.Log.Warn("queue stop", "err", err)
+// Stop stops accepting connections and lets in-flight requests finish
+// until ctx ends.
+func (h *httpServer) Stop(ctx context.Context) error {
+	if h.srv == nil {
+		return nil
 	}
-	if s.recovery != nil {
-		s.recovery.Stop(ctx)
-	}
-	// After the drain, so that WebSocket clients still hear the ends of
-	// the activations that finished during it. Hijacked WebSocket
-	// connections are not awaited by http.Server.Shutdown: closing the
-	// subscriptions ends them.
-	s.Events.Stop()
+	return h.srv.Shutdown(ctx)
 }
 
-// serveDebug serves the Go profiler on AP_DEBUG_ADDR.
-func (s *Server) serveDebug() (stop func(), err error) {
-	ln, err := net.Listen("tcp", s.Config.DebugAddr)
+// debugServer serves the Go profiler on AP_DEBUG_ADDR.
+type debugServer struct {
+	s   *Server
+	srv *http.Server
+}
+
+func (d *debugServer) Start(context.Context) error {
+	ln, err := net.Listen("tcp", d.s.Config.DebugAddr)
 	if err != nil {
-		return nil, fmt.Errorf("AP_DEBUG_ADDR: %w", err)
+		return fmt.Errorf("AP_DEBUG_ADDR: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	s.Log.Info("profiler listening", "addr", ln.Addr().String())
-	return func() { srv.Close() }, nil
+	d.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = d.srv.Serve(ln) }()
+	d.s.Log.Info("profiler listening", "addr", ln.Addr().String())
+	return nil
+}
+
+// Stop closes the profiler at once: a profile in progress is not worth
+// waiting for.
+func (d *debugServer) Stop(context.Context) error {
+	if d.srv == nil {
+		return nil
+	}
+	return d.srv.Close()
 }
 
 // Handler serves every HTTP route of the process: the API and the pages
