@@ -36,6 +36,8 @@ import (
 // Agents finds the agents and apps a caller may use (apps.Service).
 type Agents interface {
 	VisibleAgent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error)
+	// Agent is an agent the caller may read (disabled ones too).
+	Agent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error)
 	OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
 	ListApp(ctx context.Context, c *auth.Caller, appID string) (string, error)
 }
@@ -423,8 +425,9 @@ func (s *Service) Cancel(ctx context.Context, a *store.Activation) (*store.Activ
 }
 
 // List returns a page of the caller's activations that f selects. A key
-// bound to one app lists that app's only; a filter on an app that is not
-// the caller's (or not the bound key's) is a 404, as on the app's routes.
+// bound to one app lists that app's only; a filter on an app or an agent
+// that is not the caller's (or not the bound key's) is a 404, as on their
+// own routes.
 func (s *Service) List(ctx context.Context, c *auth.Caller, f store.ActivationFilter) ([]store.Activation, int, error) {
 	f.UserID = c.UserID
 	app, err := s.Agents.ListApp(ctx, c, f.AppID)
@@ -432,6 +435,11 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, f store.ActivationFi
 		return nil, 0, err
 	}
 	f.AppID = app
+	if f.AgentID != "" {
+		if _, err := s.Agents.Agent(ctx, c, f.AgentID); err != nil {
+			return nil, 0, err
+		}
+	}
 	return s.Store.ActivationList(ctx, f)
 }
 
