@@ -356,10 +356,14 @@ type SubscribedMessage struct {
 	ActivationID string `json:"activation_id,omitempty"`
 }
 
-// ErrorMessage answers a client message the server could not use.
+// ErrorMessage answers a client message the server could not use; a
+// refused filter carries the HTTP API's error body as well.
 type ErrorMessage struct {
-	Type  string `json:"type" enum:"error"`
-	Error string `json:"error"`
+	Type       string `json:"type" enum:"error"`
+	Error      string `json:"error"`
+	Detail     string `json:"detail,omitempty" doc:"A refused subscribe: the HTTP API's error body for the same refusal (e.g. App not found)"`
+	StatusCode int    `json:"status_code,omitempty" doc:"A refused subscribe: the status the HTTP API answers (404 for an app_id that is not the caller's)"`
+	ErrorType  string `json:"error_type,omitempty" doc:"A refused subscribe: the HTTP API's error_type (NotFoundError)"`
 }
 
 // webSocketMessage registers the union of what the server sends on
