@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/inputschema"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -133,6 +135,7 @@ type Service struct {
 	local   atomic.Pointer[local] // the fast path; nil unless this process works jobs
 	self    store.Worker
 	now     func() time.Time
+	schemas inputschema.Cache // custom agents' input schemas
 }
 
 // New builds the service and registers its River worker on q.
@@ -188,6 +191,9 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	}
 	if r.AppID != "" && agent.AppID != r.AppID {
 		return nil, false, errAgentNotFound
+	}
+	if err := s.checkInput(ctx, agent, r.InputData); err != nil {
+		return nil, false, err
 	}
 	if pid, _ := r.Metadata["provider_id"].(string); pid != "" {
 		if _, _, _, err := s.Resolve(ctx, c.UserID, pid); err != nil {
@@ -260,6 +266,29 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		s.runLocal(run, &claimed, agent, jobID, release)
 	}
 	return a, false, nil
+}
+
+// checkInput refuses input_data that does not match the custom agent's
+// input_schema, as a function's input is refused (a 400 naming the place,
+// e.g. input_data.subject), before anything is recorded. Like a
+// function's, the check is bounded by the agent's timeout and the
+// request's context.
+func (s *Service) checkInput(ctx context.Context, agent *store.Agent, input json.RawMessage) error {
+	if len(agent.InputSchema) == 0 {
+		return nil
+	}
+	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
+	vctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := s.schemas.Check(vctx, agent.ID, agent.UpdatedAt, agent.InputSchema, input, "input_data")
+	if errors.Is(err, inputschema.ErrInterrupted) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return apperr.Invalid("input_data", fmt.Sprintf("Invalid value for field input_data: checking it against the agent's input_schema "+
+			"took longer than the agent's timeout (%d s)", agent.TimeoutSeconds))
+	}
+	return err
 }
 
 // replay returns the activation an Idempotency-Key already names (ok), a
