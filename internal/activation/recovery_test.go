@@ -31,6 +31,10 @@ func (o ownAgents) VisibleAgent(ctx context.Context, c *auth.Caller, id string) 
 	return a, nil
 }
 
+func (o ownAgents) Agent(ctx context.Context, c *auth.Caller, id string) (*store.Agent, error) {
+	return o.VisibleAgent(ctx, c, id)
+}
+
 func (o ownAgents) OwnedApp(ctx context.Context, _ *auth.Caller, id string) (*store.App, error) {
 	return o.s.AppGet(ctx, id)
 }

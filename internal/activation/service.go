@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/url"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/inputschema"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -36,6 +38,8 @@ import (
 // Agents finds the agents and apps a caller may use (apps.Service).
 type Agents interface {
 	VisibleAgent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error)
+	// Agent is an agent the caller may read (disabled ones too).
+	Agent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error)
 	OwnedApp(ctx context.Context, c *auth.Caller, appID string) (*store.App, error)
 	ListApp(ctx context.Context, c *auth.Caller, appID string) (string, error)
 }
@@ -131,6 +135,7 @@ type Service struct {
 	local   atomic.Pointer[local] // the fast path; nil unless this process works jobs
 	self    store.Worker
 	now     func() time.Time
+	schemas inputschema.Cache // custom agents' input schemas
 }
 
 // New builds the service and registers its River worker on q.
@@ -186,6 +191,9 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	}
 	if r.AppID != "" && agent.AppID != r.AppID {
 		return nil, false, errAgentNotFound
+	}
+	if err := s.checkInput(ctx, agent, r.InputData); err != nil {
+		return nil, false, err
 	}
 	if pid, _ := r.Metadata["provider_id"].(string); pid != "" {
 		if _, _, _, err := s.Resolve(ctx, c.UserID, pid); err != nil {
@@ -258,6 +266,29 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		s.runLocal(run, &claimed, agent, jobID, release)
 	}
 	return a, false, nil
+}
+
+// checkInput refuses input_data that does not match the custom agent's
+// input_schema, as a function's input is refused (a 400 naming the place,
+// e.g. input_data.subject), before anything is recorded. Like a
+// function's, the check is bounded by the agent's timeout and the
+// request's context.
+func (s *Service) checkInput(ctx context.Context, agent *store.Agent, input json.RawMessage) error {
+	if len(agent.InputSchema) == 0 {
+		return nil
+	}
+	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
+	vctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := s.schemas.Check(vctx, agent.ID, agent.UpdatedAt, agent.InputSchema, input, "input_data")
+	if errors.Is(err, inputschema.ErrInterrupted) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return apperr.Invalid("input_data", fmt.Sprintf("Invalid value for field input_data: checking it against the agent's input_schema "+
+			"took longer than the agent's timeout (%d s)", agent.TimeoutSeconds))
+	}
+	return err
 }
 
 // replay returns the activation an Idempotency-Key already names (ok), a
@@ -423,8 +454,9 @@ func (s *Service) Cancel(ctx context.Context, a *store.Activation) (*store.Activ
 }
 
 // List returns a page of the caller's activations that f selects. A key
-// bound to one app lists that app's only; a filter on an app that is not
-// the caller's (or not the bound key's) is a 404, as on the app's routes.
+// bound to one app lists that app's only; a filter on an app or an agent
+// that is not the caller's (or not the bound key's) is a 404, as on their
+// own routes.
 func (s *Service) List(ctx context.Context, c *auth.Caller, f store.ActivationFilter) ([]store.Activation, int, error) {
 	f.UserID = c.UserID
 	app, err := s.Agents.ListApp(ctx, c, f.AppID)
@@ -432,6 +464,11 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, f store.ActivationFi
 		return nil, 0, err
 	}
 	f.AppID = app
+	if f.AgentID != "" {
+		if _, err := s.Agents.Agent(ctx, c, f.AgentID); err != nil {
+			return nil, 0, err
+		}
+	}
 	return s.Store.ActivationList(ctx, f)
 }
 

@@ -32,6 +32,7 @@ type AgentDetail struct {
 	AgentConfig    json.RawMessage `json:"agent_config" doc:"LLM: {model, temperature, system_message, provider_id, max_tokens}; custom: {runtime: javascript, code} or {runtime: webhook, url}"`
 	TimeoutSeconds int             `json:"timeout_seconds"`
 	WebhookURL     string          `json:"webhook_url,omitempty" doc:"Where each finished activation is POSTed"`
+	InputSchema    json.RawMessage `json:"input_schema,omitempty"`
 }
 
 func agentOut(a *store.Agent) Agent {
@@ -44,7 +45,8 @@ func agentOut(a *store.Agent) Agent {
 }
 
 func agentDetailOut(a *store.Agent) AgentDetail {
-	out := AgentDetail{Agent: agentOut(a), AgentConfig: a.Config, TimeoutSeconds: a.TimeoutSeconds, WebhookURL: a.WebhookURL}
+	out := AgentDetail{Agent: agentOut(a), AgentConfig: a.Config, TimeoutSeconds: a.TimeoutSeconds, WebhookURL: a.WebhookURL,
+		InputSchema: a.InputSchema}
 	if a.AppID != "" {
 		out.AppID = &a.AppID
 	}
@@ -164,6 +166,7 @@ type AgentPatch struct {
 	WebhookURL     *string        `json:"webhook_url,omitempty"`
 	AgentConfig    map[string]any `json:"agent_config,omitempty" doc:"Keys to change in the current config"`
 	Status         *string        `json:"status,omitempty" enum:"active,disabled"`
+	InputSchema    map[string]any `json:"input_schema,omitempty"`
 	RotateSecret   *bool          `json:"rotate_secret,omitempty" doc:"true: a webhook agent gets a new generated signing secret, shown once in this answer (webhook_secret); the old one stops signing at once. To set one of your own, send agent_config.secret."`
 }
 

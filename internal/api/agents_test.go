@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -296,5 +297,114 @@ func TestVisibleAgent(t *testing.T) {
 		e.do("PATCH", "/api/v1/apps/"+appID+"/agents/"+triage, map[string]any{"status": "disabled"}, bearer(owner)).expect(t, 200)
 		_, err = e.srv.Apps.VisibleAgent(ctx, caller, triage)
 		require.Equal(t, apps.ErrAgentDisabled, err)
+	})
+}
+
+// TestCustomAgentInputSchema: a custom agent's input_schema over the API:
+// saved with the bounds functions have (400 naming input_schema), refused
+// on an LLM agent, shown by every read, changed and removed by PATCH,
+// exported and imported back with the manifest, and checked against each
+// activation's input_data as a function's input is (400 naming the place).
+func TestCustomAgentInputSchema(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		owner := e.signup("owner@example.com")
+		appID := e.do("POST", "/api/v1/apps", map[string]any{"name": "A", "slug": "a"}, bearer(owner)).expect(t, 201).str("app_id")
+		agents := "/api/v1/apps/" + appID + "/agents"
+		schema := map[string]any{"type": "object", "properties": map[string]any{"subject": map[string]any{"type": "string", "minLength": 1.0},
+			"n": map[string]any{"type": "integer"}}, "required": []any{"subject"}}
+		custom := func(name string, s any) map[string]any {
+			return map[string]any{"name": name, "agent_type_id": "custom", "input_schema": s,
+				"agent_config": map[string]any{"runtime": "javascript", "code": "async function run(input) { return input; }"}}
+		}
+
+		r := e.do("POST", agents, custom("router", schema), bearer(owner)).expect(t, 201)
+		router := r.str("agent_id")
+		require.Equal(t, schema, r.JSON["input_schema"])
+		require.Equal(t, schema, e.do("GET", "/api/v1/agents/"+router, nil, bearer(owner)).expect(t, 200).JSON["input_schema"])
+		require.Equal(t, schema, e.do("GET", agents+"/"+router, nil, bearer(owner)).expect(t, 200).JSON["input_schema"])
+		plain := e.do("POST", agents, custom("plain", nil), bearer(owner)).expect(t, 201)
+		require.NotContains(t, plain.JSON, "input_schema", "none declared, none shown")
+
+		big := map[string]any{"type": "object", "description": strings.Repeat("x", 70<<10)}
+		for _, tc := range []struct {
+			body   map[string]any
+			detail string
+		}{
+			{map[string]any{"name": "llm", "agent_type_id": "llm", "input_schema": schema, "agent_config": map[string]any{"model": "echo"}}, "input_schema"},
+			{custom("bad-type", map[string]any{"type": "thing"}), "input_schema.type"},
+			{custom("not-object", []any{}), "input_schema"},
+			{custom("too-big", big), "input_schema"},
+		} {
+			e.do("POST", agents, tc.body, bearer(owner)).expectError(t, 400, "ValidationError", tc.detail)
+		}
+		llm := e.do("POST", agents, map[string]any{"name": "writer", "agent_type_id": "llm", "agent_config": map[string]any{"model": "echo"}},
+			bearer(owner)).expect(t, 201).str("agent_id")
+		e.do("PATCH", agents+"/"+llm, map[string]any{"input_schema": schema}, bearer(owner)).expectError(t, 400, "ValidationError", "input_schema")
+
+		// Activations: input_data is checked against it on every form.
+		activate := func(input map[string]any) *resp {
+			return e.do("POST", "/api/v1/agents/"+router+"/activate", map[string]any{"input_data": input}, bearer(owner))
+		}
+		activate(map[string]any{"n": 1}).expectError(t, 400, "ValidationError", "subject")
+		activate(map[string]any{"subject": "Refund", "n": "one"}).expectError(t, 400, "ValidationError", "input_data.n")
+		e.do("POST", "/api/v1/apps/"+appID+"/agents/"+router+"/activate", map[string]any{"input_data": map[string]any{"subject": ""}},
+			bearer(owner)).expectError(t, 400, "ValidationError", "input_data.subject")
+		e.do("POST", "/api/v1/activations", map[string]any{"agent_id": router, "input_data": map[string]any{}},
+			bearer(owner)).expectError(t, 400, "ValidationError", "input_data")
+		total := e.do("GET", "/api/v1/activations?agent_id="+router, nil, bearer(owner)).expect(t, 200).JSON["total_count"]
+		require.EqualValues(t, 0, total, "a refused input records nothing")
+		id := activate(map[string]any{"subject": "Refund", "n": 2}).expect(t, 201).str("activation_id")
+		done := e.await(owner, id)
+		require.Equal(t, "completed", done.str("status"), string(done.Body))
+
+		// Export and import: the schema goes with the agent.
+		exported := e.do("GET", "/api/v1/apps/"+appID+"/manifest", nil, bearer(owner)).expect(t, 200)
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(exported.Body, &m))
+		byName := map[string]map[string]any{}
+		for _, a := range m["agents"].([]any) {
+			byName[a.(map[string]any)["name"].(string)] = a.(map[string]any)
+		}
+		require.Equal(t, schema, byName["router"]["input_schema"])
+		require.NotContains(t, byName["plain"], "input_schema")
+		require.NotContains(t, byName["writer"], "input_schema")
+		m["slug"] = "a-copy"
+		copyID := e.importManifest(owner, m).expect(t, 201).str("app_id")
+		for _, a := range list(e.do("GET", "/api/v1/apps/"+copyID+"/agents", nil, bearer(owner)).expect(t, 200), "agents") {
+			got := e.do("GET", "/api/v1/agents/"+a["agent_id"].(string), nil, bearer(owner)).expect(t, 200)
+			if a["name"] == "router" {
+				require.Equal(t, schema, got.JSON["input_schema"])
+			} else {
+				require.NotContains(t, got.JSON, "input_schema")
+			}
+		}
+		bad := map[string]any{"name": "B", "slug": "b", "version": "1.0.0", "agents": []any{
+			map[string]any{"name": "x", "agent_type_id": "llm", "input_schema": schema, "agent_config": map[string]any{"model": "echo"}}}}
+		e.importManifest(owner, bad).expectError(t, 400, "ValidationError", "agents[0].input_schema")
+
+		// PATCH changes it (the new one applies at once) and null removes it.
+		other := map[string]any{"type": "object", "required": []any{"item_id"}}
+		r = e.do("PATCH", agents+"/"+router, map[string]any{"input_schema": other}, bearer(owner)).expect(t, 200)
+		require.Equal(t, other, r.JSON["input_schema"])
+		activate(map[string]any{"subject": "Refund"}).expectError(t, 400, "ValidationError", "item_id")
+		r = e.do("PATCH", agents+"/"+router, map[string]any{"input_schema": nil}, bearer(owner)).expect(t, 200)
+		require.NotContains(t, r.JSON, "input_schema")
+		activate(map[string]any{"anything": true}).expect(t, 201)
+
+		// The document shows it wherever an agent is written or read.
+		doc := e.do("GET", "/api/v1/openapi.json", nil).expect(t, 200)
+		var spec struct {
+			Components struct {
+				Schemas map[string]struct {
+					Properties map[string]json.RawMessage `json:"properties"`
+				} `json:"schemas"`
+			} `json:"components"`
+		}
+		require.NoError(t, json.Unmarshal(doc.Body, &spec))
+		for _, name := range []string{"AgentDetail", "SavedAgent", "AgentSpec", "AgentPatch"} {
+			require.Contains(t, spec.Components.Schemas[name].Properties, "input_schema", name)
+		}
 	})
 }

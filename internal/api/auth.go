@@ -71,9 +71,14 @@ func (a *API) formRoute(op huma.Operation, rule auth.Rule, h func(context.Contex
 		"password": {Type: "string", MinLength: ptr(auth.MinPasswordLen)},
 	}
 	required := []string{"email", "password"}
-	if op.OperationID == "login" {
+	switch op.OperationID {
+	case "login":
 		fields["next"] = &huma.Schema{Type: "string", Description: "For browsers: the path on this platform the 303 leads to " +
 			"after the login (a path only, such as `/apps/…`; anything else leads to `/`). A JSON answer ignores it."}
+	case "register":
+		fields["next"] = &huma.Schema{Type: "string", Description: "For browsers: the path on this platform to return to after " +
+			"the login that follows; the 303 leads to `/login?next=<it>` (a path only, such as `/apps/…`; anything else is dropped). " +
+			"A JSON answer ignores it."}
 	}
 	if op.OperationID == "register" {
 		fields["confirm_password"] = &huma.Schema{Type: "string"}
@@ -105,6 +110,12 @@ func (a *API) register(ctx context.Context, in *formInput) (*authOutput, error) 
 	}
 	if wantsJSON(in.Accept) {
 		return &authOutput{Status: http.StatusCreated, Body: userOut(u)}, nil
+	}
+	// The login page carries next on to where the browser was going,
+	// under the same rule as the login's own next (an open redirect
+	// otherwise).
+	if to := f.Get("next"); to != "/" && localpath.Is(to) {
+		return redirect("/login?" + url.Values{"next": {to}}.Encode()), nil
 	}
 	return redirect("/login"), nil
 }

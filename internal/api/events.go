@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -53,10 +54,22 @@ func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Since = n
 	}
-	// An app filter names one of the caller's apps, as the lists' do.
-	if _, err := a.Apps.ListApp(r.Context(), caller, req.Filter.AppID); err != nil {
+	// An app filter names one of the caller's apps, as the lists' do; so
+	// does a subscribe message's.
+	checkFilter := func(ctx context.Context, f events.Filter) error {
+		_, err := a.Apps.ListApp(ctx, caller, f.AppID)
+		return err
+	}
+	if err := checkFilter(r.Context(), req.Filter); err != nil {
 		writeError(w, r, err)
 		return
+	}
+	req.CheckFilter = func(ctx context.Context, f events.Filter) *events.Refusal {
+		if err := checkFilter(ctx, f); err != nil {
+			b := errorBody(ctx, err)
+			return &events.Refusal{Detail: b.Detail, StatusCode: b.StatusCode, ErrorType: b.ErrorType}
+		}
+		return nil
 	}
 	hold, err := a.Auth.Hold(r.Context(), caller)
 	if err != nil {
@@ -104,7 +117,9 @@ func (a *API) documentEventsSocket() {
 			"Authenticate with the `ap_session` cookie (same origin only), `Authorization: Bearer <token>`, or `?token=<token>` " +
 			"(for browsers, which cannot set headers on a WebSocket). A key bound to an app sees only that app's events.\n\n" +
 			"The client may send `{\"type\": \"subscribe\", \"app_id\"?, \"chat_id\"?, \"activation_id\"?}` to replace the filter; " +
-			"the server answers `{\"type\": \"subscribed\", ...the filter}` (or `{\"type\": \"error\", \"error\"}` for a bad message).\n\n" +
+			"the server answers `{\"type\": \"subscribed\", ...the filter}`, or `{\"type\": \"error\", \"error\"}` for a bad message; " +
+			"an `app_id` that is not one of the caller's apps is refused with the HTTP API's 404 in the frame " +
+			"(`{\"type\": \"error\", \"error\", \"detail\", \"status_code\": 404, \"error_type\": \"NotFoundError\"}`) and the filter in effect stays.\n\n" +
 			"`?since=<seq>` first replays the stored events after that seq (kept at least 24 h), then continues live without gap or duplicate. " +
 			"The server pings every 30 s. A client that cannot keep up is closed with code 1008 and should reconnect with `since` set " +
 			"to the last seq it received; a stopping node closes with 1001. When the credential that opened the socket ends " +

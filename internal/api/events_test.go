@@ -129,3 +129,44 @@ func TestEventsSocketInOpenAPI(t *testing.T) {
 	require.ElementsMatch(t, []string{"app_id", "chat_id", "activation_id", "since", "token"}, names)
 	require.Contains(t, op.Responses, "101")
 }
+
+// TestSocketSubscribeToAnotherApp: a subscribe message naming an app that
+// is not the caller's (another user's, none, not an id) is refused with an
+// error frame carrying the 404 the HTTP API gives for it (detail,
+// status_code, error_type), and the filter in effect stays; one of the
+// caller's apps is subscribed to.
+func TestSocketSubscribeToAnotherApp(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		alice := e.signup("alice@example.com")
+		bob := e.signup("bob@example.com")
+		aliceID := e.do("GET", "/api/v1/users/me", nil, bearer(alice)).expect(t, 200).str("id")
+		mine, theirs := e.llmAgent(alice, nil, 0).appID, e.llmAgent(bob, nil, 0).appID
+		c, _ := e.socket("app_id="+mine, http.Header{"Authorization": {"Bearer " + alice}})
+		subscribe := func(appID string) map[string]any {
+			t.Helper()
+			msg, err := json.Marshal(map[string]any{"type": "subscribe", "app_id": appID})
+			require.NoError(t, err)
+			require.NoError(t, c.Write(context.Background(), websocket.MessageText, msg))
+			return readEvent(t, c)
+		}
+		for _, appID := range []string{theirs, uuid.NewString(), "not-a-uuid"} {
+			got := subscribe(appID)
+			require.Equal(t, "error", got["type"], appID)
+			require.Equal(t, "App not found", got["detail"], appID)
+			require.EqualValues(t, http.StatusNotFound, got["status_code"], appID)
+			require.Equal(t, "NotFoundError", got["error_type"], appID)
+			require.Equal(t, "App not found", got["error"], appID)
+		}
+		// The filter in effect is still the query's: an event of another
+		// app of alice's does not come through, one of hers does.
+		e.emit(aliceID, events.ActivationCompleted, uuid.NewString())
+		ev := e.emit(aliceID, events.ActivationCompleted, mine)
+		require.Equal(t, ev.ActivationID, readEvent(t, c)["activation_id"])
+
+		got := subscribe(mine)
+		require.Equal(t, "subscribed", got["type"])
+		require.Equal(t, mine, got["app_id"])
+	})
+}

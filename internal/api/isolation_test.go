@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -705,6 +706,62 @@ func TestListAppFilterOfAnotherApp(t *testing.T) {
 				if assert.Equal(t, c.status, r.Status, "%s: %s", name, r.Body) && c.status == http.StatusNotFound {
 					assert.Equal(t, "NotFoundError", r.str("error_type"), name)
 					assert.Contains(t, r.str("detail"), "App not found", name)
+				}
+			}
+		}
+	})
+}
+
+// TestListAgentFilterOfAnotherAgent: every list that takes an agent_id
+// filter answers 404 for an agent that is not the caller's (another
+// user's, none, not an id), as its app_id filter does, instead of an
+// empty page that hides the mistake.
+func TestListAgentFilterOfAnotherAgent(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		e.signup("admin@example.com") // the first user is an admin; the callers are not
+		tok := e.signup("agents@example.com")
+		other := e.signup("agents-other@example.com")
+		mine, theirs := e.llmAgent(tok, nil, 0), e.llmAgent(other, nil, 0)
+
+		routes := []string{"/api/v1/activations", "/api/v1/apps/{app_id}/activations"}
+		doc := e.do("GET", "/api/v1/openapi.json", nil).expect(t, 200)
+		var spec struct {
+			Paths map[string]map[string]struct {
+				Parameters []struct{ Name, In string } `json:"parameters"`
+				Responses  map[string]json.RawMessage  `json:"responses"`
+			} `json:"paths"`
+		}
+		require.NoError(t, json.Unmarshal(doc.Body, &spec))
+		for path, ops := range spec.Paths {
+			for _, p := range ops["get"].Parameters {
+				if p.In == "query" && p.Name == "agent_id" {
+					require.Contains(t, routes, path, "%s filters by agent_id and has no row here", path)
+				}
+			}
+		}
+		for _, route := range routes {
+			require.Contains(t, spec.Paths[route]["get"].Responses, "404", "%s documents its 404", route)
+		}
+
+		for _, route := range routes {
+			route = strings.ReplaceAll(route, "{app_id}", mine.appID)
+			for _, c := range []struct {
+				agentID string
+				status  int
+			}{
+				{mine.agentID, 200},
+				{apps.AssistantID, 200}, // a system agent is everyone's
+				{theirs.agentID, http.StatusNotFound},
+				{uuid.NewString(), http.StatusNotFound},
+				{"not-a-uuid", http.StatusNotFound},
+			} {
+				name := route + "?agent_id=" + c.agentID
+				r := e.do("GET", name, nil, bearer(tok))
+				if assert.Equal(t, c.status, r.Status, "%s: %s", name, r.Body) && c.status == http.StatusNotFound {
+					assert.Equal(t, "NotFoundError", r.str("error_type"), name)
+					assert.Contains(t, r.str("detail"), "Agent not found", name)
 				}
 			}
 		}

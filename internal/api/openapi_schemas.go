@@ -59,6 +59,11 @@ func anyObject(desc string) *huma.Schema {
 	return &huma.Schema{Type: huma.TypeObject, Description: desc, AdditionalProperties: true}
 }
 
+// agentInputSchema describes a custom agent's input_schema wherever an
+// agent is shown or written.
+const agentInputSchema = "Custom agents only (absent when none is declared): a JSON Schema (an object) the activation's input_data must match, " +
+	"and the arguments of the agent as a tool. LLM agents take {prompt, chat_id?} and refuse it"
+
 // anyJSONOrNull is any JSON value, null included: `{}`, as anyJSON.
 func anyJSONOrNull(_ huma.Registry, desc string) *huma.Schema {
 	return &huma.Schema{Description: "Any JSON value, null included: " + desc}
@@ -101,8 +106,11 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 			// The stored configuration has the manifest's shape, never the
 			// webhook secret.
 			"agent_config": ref(reflect.TypeFor[apps.AgentConfig]()),
+			"input_schema": anyObject(agentInputSchema),
 		},
-		"SavedAgent":                {"agent_config": ref(reflect.TypeFor[apps.AgentConfig]())},
+		"SavedAgent":                {"agent_config": ref(reflect.TypeFor[apps.AgentConfig]()), "input_schema": anyObject(agentInputSchema)},
+		"AgentSpec":                 {"input_schema": anyObject(agentInputSchema)},
+		"AgentPatch":                {"input_schema": anyObject(agentInputSchema + "; null removes it")},
 		"FunctionSpec":              {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
 		"Step":                      {"input": anyJSON(registry)},
 		"Authenticator":             {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
@@ -356,10 +364,14 @@ type SubscribedMessage struct {
 	ActivationID string `json:"activation_id,omitempty"`
 }
 
-// ErrorMessage answers a client message the server could not use.
+// ErrorMessage answers a client message the server could not use; a
+// refused filter carries the HTTP API's error body as well.
 type ErrorMessage struct {
-	Type  string `json:"type" enum:"error"`
-	Error string `json:"error"`
+	Type       string `json:"type" enum:"error"`
+	Error      string `json:"error"`
+	Detail     string `json:"detail,omitempty" doc:"A refused subscribe: the HTTP API's error body for the same refusal (e.g. App not found)"`
+	StatusCode int    `json:"status_code,omitempty" doc:"A refused subscribe: the status the HTTP API answers (404 for an app_id that is not the caller's)"`
+	ErrorType  string `json:"error_type,omitempty" doc:"A refused subscribe: the HTTP API's error_type (NotFoundError)"`
 }
 
 // webSocketMessage registers the union of what the server sends on

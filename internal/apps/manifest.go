@@ -59,6 +59,8 @@ type AgentSpec struct {
 	TimeoutSeconds int         `json:"timeout_seconds" required:"false" doc:"1 to 3600, default 300"`
 	WebhookURL     string      `json:"webhook_url,omitempty" doc:"Where each finished activation is POSTed"`
 	AgentConfig    AgentConfig `json:"agent_config"`
+	// InputSchema is a custom agent's; nil when it declares none.
+	InputSchema json.RawMessage `json:"input_schema,omitempty" doc:"Custom agents only: a JSON Schema (an object) the activation's input_data must match, also the arguments of the agent as a tool. LLM agents take {prompt, chat_id?} and refuse it."`
 }
 
 // AgentConfig is an LLM agent's {model, temperature, system_message,
@@ -368,6 +370,13 @@ func decodeAgent(d *decoder, o *object) AgentSpec {
 	a.TimeoutSeconds = o.integer("timeout_seconds", DefaultAgentTimeout, 1, maxTimeout)
 	a.WebhookURL = o.httpURL("webhook_url", false)
 	c := o.obj("agent_config", true)
+	if o.get("input_schema") != nil {
+		if a.AgentTypeID == "llm" {
+			d.invalid(o.at("input_schema"), "an LLM agent's input is {prompt, chat_id?}: only a custom agent declares an input_schema")
+		} else {
+			a.InputSchema = decodeInputSchema(d, o)
+		}
+	}
 	switch a.AgentTypeID {
 	case "llm":
 		a.AgentConfig = AgentConfig{Model: c.str("model", true), Temperature: c.num("temperature"),
@@ -402,15 +411,22 @@ func decodeFunction(d *decoder, o *object) FunctionSpec {
 	f.Code = o.str("code", true)
 	f.InputSchema = json.RawMessage(`{"type":"object"}`)
 	if o.get("input_schema") != nil {
-		s := o.obj("input_schema", false)
-		checkSchema(d, s)
-		f.InputSchema = o.rawJSON("input_schema")
-		if err := inputschema.Check(f.InputSchema); d.err == nil && err != nil {
-			d.invalid(o.at("input_schema"), "%s", err.Error())
-		}
+		f.InputSchema = decodeInputSchema(d, o)
 	}
 	f.TimeoutSeconds = o.integer("timeout_seconds", DefaultFunctionTimeout, 1, maxTimeout)
 	return f
+}
+
+// decodeInputSchema validates o's input_schema (a function's, a custom
+// agent's): an object, free of plain mistakes, within the bounds of
+// inputschema (size, depth, expansion) and compiling.
+func decodeInputSchema(d *decoder, o *object) json.RawMessage {
+	checkSchema(d, o.obj("input_schema", false))
+	raw := o.rawJSON("input_schema")
+	if err := inputschema.Check(raw); d.err == nil && err != nil {
+		d.invalid(o.at("input_schema"), "%s", err.Error())
+	}
+	return raw
 }
 
 // checkSchema catches the plain mistakes of a JSON Schema (a wrong type

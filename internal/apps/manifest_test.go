@@ -262,3 +262,52 @@ func FuzzParseManifest(f *testing.F) {
 		require.Equal(t, m, m2)
 	})
 }
+
+// TestAgentInputSchema: a custom agent may declare a top-level
+// input_schema, checked with a function's rules and bounds (400 naming
+// agents[i].input_schema…); an LLM agent may not (its input is {prompt,
+// chat_id?}). An agent without one has none (nil), not {}.
+func TestAgentInputSchema(t *testing.T) {
+	t.Parallel()
+	schema := map[string]any{"type": "object", "properties": map[string]any{"subject": map[string]any{"type": "string"}},
+		"required": []any{"subject"}}
+	m := base()
+	at(m, "agents", 1).(map[string]any)["input_schema"] = schema
+	got, err := parse(t, m)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"type":"object","properties":{"subject":{"type":"string"}},"required":["subject"]}`, string(got.Agents[1].InputSchema))
+	require.Nil(t, got.Agents[0].InputSchema)
+	out, err := json.Marshal(got.Agents[0])
+	require.NoError(t, err)
+	require.NotContains(t, string(out), "input_schema", "an agent without one writes none")
+
+	deep := map[string]any{"type": "object"}
+	for range 40 {
+		deep = map[string]any{"type": "object", "properties": map[string]any{"x": deep}}
+	}
+	for _, tc := range []struct {
+		name   string
+		agent  int
+		schema any
+		field  string
+		detail string
+	}{
+		{"on an LLM agent", 0, schema, "agents[0].input_schema", "LLM agent"},
+		{"not an object", 1, []any{}, "agents[1].input_schema", "expected an object"},
+		{"bad type", 1, map[string]any{"type": "thing"}, "agents[1].input_schema.type", "must be one of"},
+		{"too deep", 1, deep, "agents[1].input_schema", "levels deep"},
+		{"does not compile", 1, map[string]any{"minLength": "x"}, "agents[1].input_schema", "input_schema"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := base()
+			at(m, "agents", tc.agent).(map[string]any)["input_schema"] = tc.schema
+			_, err := parse(t, m)
+			ae, ok := apperr.As(err)
+			require.True(t, ok, "want a validation error, got %v", err)
+			require.Equal(t, tc.field, ae.Field)
+			require.Contains(t, ae.Detail, tc.detail)
+			require.Contains(t, ae.Detail, tc.field, "the detail names the field")
+		})
+	}
+}

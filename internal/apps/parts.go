@@ -179,6 +179,7 @@ func agentRow(s *AgentSpec, old *store.Agent) *store.Agent {
 	cfg := s.AgentConfig
 	cfg.Secret = ""
 	r.Config = mustJSON(cfg)
+	r.InputSchema = s.InputSchema
 	if cfg.Runtime != "webhook" {
 		r.SecretEnc = ""
 	}
@@ -187,7 +188,7 @@ func agentRow(s *AgentSpec, old *store.Agent) *store.Agent {
 
 func agentSpec(r *store.Agent) AgentSpec {
 	s := AgentSpec{Name: r.Name, Description: r.Description, AgentTypeID: r.AgentTypeID, Version: r.Version,
-		Capabilities: orEmpty(r.Capabilities), TimeoutSeconds: r.TimeoutSeconds, WebhookURL: r.WebhookURL}
+		Capabilities: orEmpty(r.Capabilities), TimeoutSeconds: r.TimeoutSeconds, WebhookURL: r.WebhookURL, InputSchema: r.InputSchema}
 	_ = json.Unmarshal(r.Config, &s.AgentConfig)
 	return s
 }

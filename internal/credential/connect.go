@@ -30,7 +30,8 @@ const CallbackPath = "/api/v1/oauth/callback"
 // single-use state bound to c's user, the app and the authenticator, and
 // a PKCE S256 challenge when the authenticator enables it. returnTo is
 // where the callback sends the browser afterwards: this platform's own
-// origin only.
+// origin only. An authenticator without its client secret is a 409: the
+// flow could only fail at the token exchange.
 func (s *Service) AuthURL(ctx context.Context, c *auth.Caller, appID, provider, returnTo string) (string, error) {
 	back, err := s.returnTo(returnTo)
 	if err != nil {
@@ -39,6 +40,12 @@ func (s *Service) AuthURL(ctx context.Context, c *auth.Caller, appID, provider, 
 	t, err := s.resolve(ctx, c, appID, provider)
 	if err != nil {
 		return "", err
+	}
+	if t.auth.ClientSecretEnc == "" {
+		// The provider would refuse the code exchange at the very end, after
+		// the user consented: say so before sending anyone there.
+		return "", apperr.Newf(apperr.Conflict, "The authenticator %q has no client_secret yet: set it (PATCH /api/v1/oauth/authenticators/%s "+
+			"with client_secret, or on the app's connections page) before connecting", provider, t.auth.ID)
 	}
 	flow, err := s.flow(t.auth)
 	if err != nil {

@@ -53,6 +53,20 @@ type WSRequest struct {
 	// being valid: nothing more is sent, and the connection closes with
 	// CloseCredentials. Nil: never.
 	Ended <-chan struct{}
+	// CheckFilter vets the filter of a subscribe message as the handshake
+	// vetted the query's (an app_id that is not the caller's): a refusal
+	// is answered as an error frame and the filter in effect stays. Nil:
+	// every filter is taken.
+	CheckFilter func(ctx context.Context, f Filter) *Refusal
+}
+
+// Refusal is why a client message was refused, in the API's error shape
+// ({detail, status_code, error_type}), so that a client handles it as it
+// would the same refusal over HTTP.
+type Refusal struct {
+	Detail     string `json:"detail"`
+	StatusCode int    `json:"status_code"`
+	ErrorType  string `json:"error_type"`
 }
 
 // ClientMessage is what a client may send: {"type": "subscribe", app_id?,
@@ -63,10 +77,12 @@ type ClientMessage struct {
 }
 
 // ServerMessage answers a client message: "subscribed" with the filter
-// now in effect, or "error".
+// now in effect, or "error" (with the Refusal when CheckFilter refused
+// the filter).
 type ServerMessage struct {
 	Type  string `json:"type"`
 	Error string `json:"error,omitempty"`
+	*Refusal
 	*Filter
 }
 
@@ -231,6 +247,14 @@ func (s *wsSession) read(ctx context.Context) {
 			continue
 		}
 		f := Filter{AppID: m.AppID, ChatID: m.ChatID, ActivationID: m.ActivationID}
+		if s.req.CheckFilter != nil {
+			if no := s.req.CheckFilter(ctx, f); no != nil {
+				if s.write(ctx, ServerMessage{Type: "error", Error: no.Detail, Refusal: no}) != nil {
+					return
+				}
+				continue
+			}
+		}
 		s.mu.Lock()
 		s.filter = f
 		s.mu.Unlock()

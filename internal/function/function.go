@@ -11,12 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
@@ -42,18 +39,12 @@ type Service struct {
 	run   executor.Executor
 	now   func() time.Time
 
-	mu      sync.Mutex
-	schemas map[string]cachedSchema // by function id
-}
-
-type cachedSchema struct {
-	updated time.Time
-	schema  *inputschema.Schema
+	schemas inputschema.Cache
 }
 
 // New returns the service; run is the JavaScript executor.
 func New(st *store.Store, a *auth.Service, ap Apps, run executor.Executor) *Service {
-	return &Service{store: st, auth: a, apps: ap, run: run, now: store.Now, schemas: map[string]cachedSchema{}}
+	return &Service{store: st, auth: a, apps: ap, run: run, now: store.Now}
 }
 
 // Statuses of an execution.
@@ -318,49 +309,5 @@ func (s *Service) History(ctx context.Context, c *auth.Caller, appID, functionID
 // validate checks input against f's schema (compiled once per version)
 // until ctx ends (inputschema.ErrInterrupted).
 func (s *Service) validate(ctx context.Context, f *store.Function, input json.RawMessage) error {
-	s.mu.Lock()
-	c, ok := s.schemas[f.ID]
-	s.mu.Unlock()
-	if !ok || !c.updated.Equal(f.UpdatedAt) {
-		sch, err := inputschema.Compile(f.InputSchema)
-		if err != nil {
-			return apperr.Invalid("input_schema", "The function's input_schema does not compile: "+err.Error())
-		}
-		c = cachedSchema{updated: f.UpdatedAt, schema: sch}
-		s.mu.Lock()
-		s.schemas[f.ID] = c
-		s.mu.Unlock()
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
-	if err != nil {
-		return apperr.Invalid("input", "Invalid value for field input: not JSON")
-	}
-	if err := c.schema.Validate(ctx, inst); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			return schemaError(ve)
-		}
-		if errors.Is(err, inputschema.ErrInterrupted) {
-			return err
-		}
-		return apperr.Invalid("input", "Invalid value for field input: "+err.Error())
-	}
-	return nil
-}
-
-// schemaError names the deepest failing place of the input, e.g.
-// input.customer_email.
-func schemaError(ve *jsonschema.ValidationError) error {
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
-	path := "input"
-	for _, p := range ve.InstanceLocation {
-		path += "." + p
-	}
-	msg := ve.Error()
-	if i := strings.LastIndex(msg, ": "); i >= 0 && i+2 < len(msg) {
-		msg = msg[i+2:]
-	}
-	return apperr.Invalid(path, fmt.Sprintf("Invalid value for field %s: %s", path, strings.TrimSpace(msg)))
+	return s.schemas.Check(ctx, f.ID, f.UpdatedAt, f.InputSchema, input, "input")
 }

@@ -27,22 +27,29 @@ type Agent struct {
 	Config     json.RawMessage
 	SecretEnc  string
 	WebhookURL string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	// InputSchema is a custom agent's JSON Schema of its input; nil when it
+	// declares none.
+	InputSchema json.RawMessage
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 const agentColumns = `id, app_id, user_id, name, description, agent_type_id, version, status, is_system,
-	capabilities, timeout_seconds, config, secret_enc, webhook_url, created_at, updated_at`
+	capabilities, timeout_seconds, config, secret_enc, webhook_url, created_at, updated_at, input_schema`
 
 func scanAgent(row interface{ Scan(...any) error }, a *Agent) error {
 	var appID, userID sql.NullString
-	var caps, config []byte
+	var caps, config, schema []byte
 	if err := row.Scan(&a.ID, &appID, &userID, &a.Name, &a.Description, &a.AgentTypeID, &a.Version, &a.Status, &a.IsSystem,
-		&caps, &a.TimeoutSeconds, &config, &a.SecretEnc, &a.WebhookURL, &a.CreatedAt, &a.UpdatedAt); err != nil {
+		&caps, &a.TimeoutSeconds, &config, &a.SecretEnc, &a.WebhookURL, &a.CreatedAt, &a.UpdatedAt, &schema); err != nil {
 		return err
 	}
 	a.AppID, a.UserID = appID.String, userID.String
 	a.Config = json.RawMessage(config)
+	a.InputSchema = nil
+	if schema != nil {
+		a.InputSchema = json.RawMessage(schema)
+	}
 	return json.Unmarshal(caps, &a.Capabilities)
 }
 
@@ -72,9 +79,9 @@ func (s *Store) AgentCreate(ctx context.Context, a *Agent) error {
 		config = "{}"
 	}
 	_, err = s.writer().ExecContext(ctx, `INSERT INTO agents (`+agentColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 		a.ID, nullable(a.AppID), nullable(a.UserID), a.Name, a.Description, a.AgentTypeID, a.Version, a.Status, a.IsSystem,
-		caps, a.TimeoutSeconds, config, a.SecretEnc, a.WebhookURL, s.ts(a.CreatedAt), s.ts(a.UpdatedAt))
+		caps, a.TimeoutSeconds, config, a.SecretEnc, a.WebhookURL, s.ts(a.CreatedAt), s.ts(a.UpdatedAt), nullable(string(a.InputSchema)))
 	return mapErr(err)
 }
 
@@ -137,9 +144,9 @@ func (s *Store) AgentUpdate(ctx context.Context, a *Agent) error {
 	}
 	return expectOne(s.writer().ExecContext(ctx, `UPDATE agents SET name = $2, description = $3, agent_type_id = $4,
 		version = $5, status = $6, capabilities = $7, timeout_seconds = $8, config = $9, secret_enc = $10,
-		webhook_url = $11, updated_at = $12 WHERE id = $1`,
+		webhook_url = $11, updated_at = $12, input_schema = $13 WHERE id = $1`,
 		a.ID, a.Name, a.Description, a.AgentTypeID, a.Version, a.Status, caps, a.TimeoutSeconds, jsonOr(a.Config, "{}"),
-		a.SecretEnc, a.WebhookURL, s.ts(a.UpdatedAt)))
+		a.SecretEnc, a.WebhookURL, s.ts(a.UpdatedAt), nullable(string(a.InputSchema))))
 }
 
 // AgentDelete deletes an agent and its activations.
@@ -157,7 +164,7 @@ func (s *Store) AgentUpsertSystem(ctx context.Context, a *Agent) error {
 		return err
 	}
 	_, err = s.writer().ExecContext(ctx, `INSERT INTO agents (`+agentColumns+`)
-		VALUES ($1, NULL, NULL, $2, $3, $4, $5, 'active', TRUE, $6, $7, $8, '', '', $9, $9)
+		VALUES ($1, NULL, NULL, $2, $3, $4, $5, 'active', TRUE, $6, $7, $8, '', '', $9, $9, NULL)
 		ON CONFLICT (id) DO UPDATE SET name = excluded.name, description = excluded.description,
 			agent_type_id = excluded.agent_type_id, version = excluded.version, capabilities = excluded.capabilities,
 			timeout_seconds = excluded.timeout_seconds, config = excluded.config, is_system = TRUE`,

@@ -163,3 +163,46 @@ func TestAppsStore(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// TestAgentInputSchemaStored: a custom agent's input_schema is stored and
+// read back by every agent read, changed and removed by an update; an
+// agent without one reads back nil, not {} (nothing to validate, nothing
+// to export).
+func TestAgentInputSchemaStored(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		u := newUser(t, s, "schema@example.com", false)
+		app := newApp(t, s, u.ID, "schemas")
+		plain := newAgent(t, s, app, "plain", "")
+		now := store.Now()
+		custom := &store.Agent{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: u.ID, Name: "custom", AgentTypeID: "custom",
+			Version: "1.0.0", Status: "active", TimeoutSeconds: 300, Config: json.RawMessage(`{"runtime":"javascript","code":"x"}`),
+			InputSchema: json.RawMessage(`{"type":"object","required":["subject"]}`), CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, s.AgentCreate(ctx, custom))
+
+		got, err := s.AgentGet(ctx, custom.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"type":"object","required":["subject"]}`, string(got.InputSchema))
+		got, err = s.AgentGet(ctx, plain.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.InputSchema)
+		listed, err := s.AgentListByApp(ctx, app.ID)
+		require.NoError(t, err)
+		require.Len(t, listed, 2)
+		require.Nil(t, listed[0].InputSchema)
+		require.JSONEq(t, `{"type":"object","required":["subject"]}`, string(listed[1].InputSchema))
+
+		custom.InputSchema = json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
+		require.NoError(t, s.AgentUpdate(ctx, custom))
+		got, err = s.AgentGet(ctx, custom.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, `{"type":"object","properties":{"n":{"type":"integer"}}}`, string(got.InputSchema))
+		custom.InputSchema = nil
+		require.NoError(t, s.AgentUpdate(ctx, custom))
+		got, err = s.AgentGet(ctx, custom.ID)
+		require.NoError(t, err)
+		require.Nil(t, got.InputSchema)
+	})
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -70,44 +71,104 @@ func (p *Pages) functionsPage(w http.ResponseWriter, r *http.Request, c *auth.Ca
 	p.render(w, r, http.StatusOK, "functions.html", view{Title: "Functions · " + app.Name, Nav: "apps", Email: c.Email, Data: d})
 }
 
-// sampleInput is a run form's starting input: the schema's required
-// properties with an empty value of their type (an enum's first value),
-// for the user to fill in.
+// sampleInput is a run form's starting input, built from the input's JSON
+// Schema: the schema's own example (examples[0] or default, an object)
+// when it has one, else its required properties, each with its default,
+// its first example, its enum's first value or const, else an empty value
+// of its type (an object's own required properties filled in likewise),
+// for the user to fill in. Anything unreadable starts from {}.
 func sampleInput(schema json.RawMessage) string {
-	var s struct {
-		Properties map[string]struct {
-			Type any   `json:"type"`
-			Enum []any `json:"enum"`
-		} `json:"properties"`
-		Required []string `json:"required"`
-	}
-	if json.Unmarshal(schema, &s) != nil || len(s.Required) == 0 {
+	dec := json.NewDecoder(bytes.NewReader(schema))
+	dec.UseNumber() // numbers as the schema wrote them
+	var s map[string]any
+	if dec.Decode(&s) != nil || s == nil {
 		return "{}"
 	}
-	sample := map[string]any{}
-	for _, name := range s.Required {
-		prop := s.Properties[name]
-		typ, _ := prop.Type.(string)
-		switch {
-		case len(prop.Enum) > 0:
-			sample[name] = prop.Enum[0]
-		case typ == "string":
-			sample[name] = ""
-		case typ == "integer" || typ == "number":
-			sample[name] = 0
-		case typ == "boolean":
-			sample[name] = false
-		case typ == "array":
-			sample[name] = []any{}
-		case typ == "object":
-			sample[name] = map[string]any{}
-		default:
-			sample[name] = nil
-		}
+	sample, ok := given(s).(map[string]any)
+	if !ok {
+		sample, _ = skeleton(s, 0).(map[string]any)
+	}
+	if sample == nil {
+		return "{}"
 	}
 	b, err := json.MarshalIndent(sample, "", "  ")
 	if err != nil {
 		return "{}"
 	}
-	return string(b)
+	return string(unescapeHTML(b))
+}
+
+// maxSampleDepth bounds how deep sampleInput follows nested objects.
+const maxSampleDepth = 8
+
+// given is the value schema s itself proposes (its default, its first
+// example, its enum's first value, its const), or nil.
+func given(s map[string]any) any {
+	if v, ok := s["default"]; ok {
+		return v
+	}
+	if ex, ok := s["examples"].([]any); ok && len(ex) > 0 {
+		return ex[0]
+	}
+	if enum, ok := s["enum"].([]any); ok && len(enum) > 0 {
+		return enum[0]
+	}
+	return s["const"]
+}
+
+// skeleton is the placeholder value of schema s: what it proposes, else
+// the empty value of its type, an object with its required properties.
+func skeleton(s map[string]any, depth int) any {
+	if v := given(s); v != nil {
+		return v
+	}
+	switch schemaType(s) {
+	case "string":
+		return ""
+	case "integer", "number":
+		return 0
+	case "boolean":
+		return false
+	case "array":
+		return []any{}
+	case "object", "":
+		obj := map[string]any{}
+		required, _ := s["required"].([]any)
+		props, _ := s["properties"].(map[string]any)
+		if depth >= maxSampleDepth {
+			return obj
+		}
+		for _, r := range required {
+			name, ok := r.(string)
+			if !ok {
+				continue
+			}
+			prop, _ := props[name].(map[string]any)
+			if prop == nil {
+				obj[name] = nil
+				continue
+			}
+			obj[name] = skeleton(prop, depth+1)
+		}
+		if schemaType(s) == "" && len(obj) == 0 && depth > 0 {
+			return nil // a property of no stated type: the user fills it in
+		}
+		return obj
+	}
+	return nil
+}
+
+// schemaType is s's type: its type, or the first non-null one of a list.
+func schemaType(s map[string]any) string {
+	switch t := s["type"].(type) {
+	case string:
+		return t
+	case []any:
+		for _, e := range t {
+			if name, ok := e.(string); ok && name != "null" {
+				return name
+			}
+		}
+	}
+	return ""
 }

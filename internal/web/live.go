@@ -68,15 +68,24 @@ type agentView struct {
 const maxStartInput = 8 << 10
 
 // agentInput is where an agent's activate form starts: an LLM agent takes
-// a prompt; a custom agent declares no input schema, so the input its
-// code took last time (last, nil before its first run) is the best
-// example of what it reads, else {}.
+// a prompt; a custom agent the input its code took last time (last, nil
+// before its first run), the best example of what it reads, else a
+// skeleton of its input_schema (sampleInput; {} when it declares none).
 func agentInput(a store.Agent, last json.RawMessage) string {
 	if a.AgentTypeID == "llm" {
 		return `{"prompt": ""}`
 	}
+	if s, ok := lastInput(last); ok {
+		return s
+	}
+	return sampleInput(a.InputSchema)
+}
+
+// lastInput is a custom agent's last input, indented, when it makes a
+// starting point (an object, not too big).
+func lastInput(last json.RawMessage) (string, bool) {
 	if len(last) > maxStartInput {
-		return "{}"
+		return "", false
 	}
 	// Decoded and encoded again: the keys in order, whichever database
 	// (PostgreSQL's jsonb keeps its own order); numbers as they were.
@@ -84,13 +93,13 @@ func agentInput(a store.Agent, last json.RawMessage) string {
 	dec.UseNumber()
 	var input map[string]any
 	if dec.Decode(&input) != nil || input == nil {
-		return "{}"
+		return "", false
 	}
 	b, err := json.MarshalIndent(input, "", "  ")
 	if err != nil {
-		return "{}"
+		return "", false
 	}
-	return string(unescapeHTML(b))
+	return string(unescapeHTML(b)), true
 }
 
 // agentViews gives each agent its starting input; a custom agent's last

@@ -69,3 +69,54 @@ func TestLiveFormatting(t *testing.T) {
 		require.Equal(t, want, offsetParam(httptest.NewRequest("GET", "/apps/x"+q, nil)), q)
 	}
 }
+
+// TestSampleInputFromSchema: a custom agent's (or a function's) form
+// starts from a skeleton of its input_schema: the schema's own example,
+// else its required properties with their default, first example, enum
+// value or const, else an empty value of their type, nested objects
+// filled in likewise; the last input still wins for an agent.
+func TestSampleInputFromSchema(t *testing.T) {
+	t.Parallel()
+	schema := json.RawMessage(`{"type": "object", "required": ["subject", "priority", "count", "tags", "customer", "note", "ratio"],
+		"properties": {
+			"subject": {"type": "string", "examples": ["Refund <now>", "Other"]},
+			"priority": {"type": "string", "enum": ["low", "high"], "default": "high"},
+			"count": {"type": ["integer", "null"]},
+			"ratio": {"type": "number", "default": 0.25},
+			"tags": {"type": "array", "items": {"type": "string"}},
+			"customer": {"type": "object", "required": ["email"], "properties": {"email": {"type": "string", "format": "email"}, "name": {"type": "string"}}},
+			"note": {},
+			"optional": {"type": "string", "default": "not required: not shown"}}}`)
+	require.Equal(t, `{
+  "count": 0,
+  "customer": {
+    "email": ""
+  },
+  "note": null,
+  "priority": "high",
+  "ratio": 0.25,
+  "subject": "Refund <now>",
+  "tags": []
+}`, sampleInput(schema))
+	require.Equal(t, "{\n  \"subject\": \"Hello\"\n}", sampleInput(json.RawMessage(`{"type": "object", "required": ["x"],
+		"examples": [{"subject": "Hello"}]}`)), "the schema's own example wins")
+	require.Equal(t, "{\n  \"a\": 1\n}", sampleInput(json.RawMessage(`{"default": {"a": 1}}`)))
+	require.Equal(t, "{}", sampleInput(json.RawMessage(`{"default": "not an object"}`)))
+	require.Equal(t, "{}", sampleInput(nil))
+	require.Equal(t, "{}", sampleInput(json.RawMessage(`{"required": [1, 2]}`)), "no names, nothing to fill")
+
+	// Deep nesting stops at a bound.
+	deep := `{"type": "object"}`
+	for range 20 {
+		deep = `{"type": "object", "required": ["x"], "properties": {"x": ` + deep + `}}`
+	}
+	require.Equal(t, maxSampleDepth, strings.Count(sampleInput(json.RawMessage(deep)), `"x"`))
+
+	custom := store.Agent{AgentTypeID: "custom", InputSchema: json.RawMessage(`{"type": "object", "required": ["subject"],
+		"properties": {"subject": {"type": "string"}}}`)}
+	require.Equal(t, "{\n  \"subject\": \"\"\n}", agentInput(custom, nil), "never run: the schema's skeleton")
+	require.Equal(t, "{\n  \"subject\": \"Refund\"\n}", agentInput(custom, json.RawMessage(`{"subject":"Refund"}`)), "the last input wins")
+	require.Equal(t, "{\n  \"subject\": \"\"\n}", agentInput(custom, json.RawMessage(`{"body":"`+strings.Repeat("x", maxStartInput)+`"}`)),
+		"a last input too big to start from: the skeleton")
+	require.Equal(t, `{"prompt": ""}`, agentInput(store.Agent{AgentTypeID: "llm", InputSchema: custom.InputSchema}, nil))
+}

@@ -3,6 +3,7 @@ package web_test
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
 	"strings"
 	"testing"
@@ -259,5 +260,37 @@ func TestAgentInputStartsFromLastInput(t *testing.T) {
 		require.Equal(t, "{\n  &#34;body&#34;: &#34;Still wrong&#34;,\n  &#34;customer_email&#34;: &#34;ann@example.com&#34;,\n  &#34;subject&#34;: &#34;Refund&#34;\n}",
 			textarea(router), "the last input, indented")
 		require.Equal(t, "{&#34;prompt&#34;: &#34;&#34;}", textarea(triage), "an LLM agent's form starts from an empty prompt")
+	})
+}
+
+// TestAgentInputStartsFromSchema: on both databases, a custom agent that
+// declares an input_schema and has never run starts its activate form from
+// the schema's skeleton (its required properties), which activates as is
+// once filled in; after a run, from that run's input.
+func TestAgentInputStartsFromSchema(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		env := webtest.Start(t, d, nil)
+		ann := signup(t, env, "ann@example.com")
+		appID, _ := importApp(t, env, ann)
+		body := `{"name": "echoer", "agent_type_id": "custom", "agent_config": {"runtime": "javascript", "code": "async function run(input) { return input; }"},
+			"input_schema": {"type": "object", "required": ["subject", "priority"], "properties": {"subject": {"type": "string"},
+			"priority": {"enum": ["low", "high"]}, "body": {"type": "string"}}}}`
+		r := call(t, env, "POST", "/api/v1/apps/"+appID+"/agents", "application/json", body, "Authorization", "Bearer "+ann)
+		require.Equal(t, http.StatusCreated, r.StatusCode, r.Body)
+		echoer := agentID(t, env, ann, appID, "echoer")
+		textarea := func() string {
+			page := call(t, env, "GET", "/apps/"+appID, "", "", cookie(ann)...)
+			expectPage(t, page, http.StatusOK)
+			start := strings.Index(page.Body, `<textarea id="input-`+echoer+`"`)
+			require.GreaterOrEqual(t, start, 0)
+			rest := page.Body[start:]
+			rest = rest[strings.Index(rest, ">")+1:]
+			return html.UnescapeString(rest[:strings.Index(rest, "</textarea>")])
+		}
+		require.Equal(t, "{\n  \"priority\": \"low\",\n  \"subject\": \"\"\n}", textarea(), "never run: the schema's skeleton")
+		activate(t, env, ann, appID, echoer, `{"subject": "Refund", "priority": "high", "body": "Wrong invoice"}`, true)
+		require.Equal(t, "{\n  \"body\": \"Wrong invoice\",\n  \"priority\": \"high\",\n  \"subject\": \"Refund\"\n}", textarea(),
+			"the last input wins")
 	})
 }

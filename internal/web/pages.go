@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"net/http"
+	"net/url"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
@@ -56,16 +57,30 @@ func (p *Pages) fail(w http.ResponseWriter, r *http.Request, c *auth.Caller, err
 type errorPage struct{ Heading, Message string }
 
 func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
+	to := next(r)
 	p.render(w, r, http.StatusOK, "login.html", view{Title: "Log in", Data: struct {
 		Registered bool
 		// Next is where the login leads: the form posts it, and the
 		// page's script goes there after a JSON login.
 		Next string
-	}{r.URL.Query().Has("registered"), next(r)}})
+		// Register is the link to the register page, which carries Next on.
+		Register string
+	}{r.URL.Query().Has("registered"), to, withNext("/register", to, nil)}})
 }
 
+// register is the register page: it carries its ?next= on to the login
+// page (the form posts it; the script and the links go there with it), so
+// that a browser sent to log in without an account still ends on the page
+// that sent it.
 func (p *Pages) register(w http.ResponseWriter, r *http.Request) {
-	p.render(w, r, http.StatusOK, "register.html", view{Title: "Create an account"})
+	to := next(r)
+	p.render(w, r, http.StatusOK, "register.html", view{Title: "Create an account", Data: struct {
+		// Next is posted with the form (the API's redirect carries it).
+		Next string
+		// Registered is where the page's script goes after a JSON
+		// registration; Login is the page's link to the login.
+		Registered, Login string
+	}{to, withNext("/login", to, url.Values{"registered": {"1"}}), withNext("/login", to, nil)}})
 }
 
 type appsData struct {

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -151,6 +152,54 @@ func TestPagesWithoutSessionRedirect(t *testing.T) {
 		r := call(t, env, "GET", path, "", "", cookie(session)...)
 		require.Equal(t, http.StatusSeeOther, r.StatusCode)
 		require.Equal(t, "/", r.Header.Get("Location"))
+	}
+}
+
+// TestRegisterCarriesNext: a browser sent to log in that has no account
+// yet registers, logs in and lands on the page that sent it, through the
+// register page's form and links; only a path on this site is carried.
+func TestRegisterCarriesNext(t *testing.T) {
+	t.Parallel()
+	env := webtest.Start(t, store.SQLite, nil)
+	session := signup(t, env, "ann@example.com")
+	appID, _ := importApp(t, env, session)
+	page := "/apps/" + appID
+	enc := url.QueryEscape(page)
+
+	login := call(t, env, "GET", "/login?next="+enc, "", "")
+	expectPage(t, login, http.StatusOK)
+	require.Contains(t, login.Body, `href="/register?next=`+enc+`"`, "the login page's register link carries next")
+	form := call(t, env, "GET", "/register?next="+enc, "", "")
+	expectPage(t, form, http.StatusOK)
+	require.Contains(t, form.Body, `<input type="hidden" name="next" value="`+page+`">`)
+	require.Contains(t, form.Body, `data-next="/login?next=`+enc+`&amp;registered=1"`, "the JSON registration goes on to the login with next")
+	require.Contains(t, form.Body, `href="/login?next=`+enc+`"`, "the register page's login link carries next")
+
+	register := func(email, next string) answer {
+		t.Helper()
+		body := url.Values{"email": {email}, "password": {"password1"}, "confirm_password": {"password1"}, "next": {next}}.Encode()
+		return call(t, env, "POST", "/api/v1/auth/register", "application/x-www-form-urlencoded", body)
+	}
+	r := register("bob@example.com", page)
+	require.Equal(t, http.StatusSeeOther, r.StatusCode, r.Body)
+	require.Equal(t, "/login?next="+enc, r.Header.Get("Location"))
+	login = call(t, env, "GET", r.Header.Get("Location"), "", "")
+	require.Contains(t, login.Body, `<input type="hidden" name="next" value="`+page+`">`)
+	body := url.Values{"email": {"bob@example.com"}, "password": {"password1"}, "next": {page}}.Encode()
+	r = call(t, env, "POST", "/api/v1/auth/login", "application/x-www-form-urlencoded", body)
+	require.Equal(t, http.StatusSeeOther, r.StatusCode, r.Body)
+	require.Equal(t, page, r.Header.Get("Location"), "back where the browser was sent to log in")
+
+	for i, bad := range []string{"//evil.example", "/\\evil.example", "https://evil.example/", "javascript:alert(1)", "/%2F%2Fevil.example"} {
+		form := call(t, env, "GET", "/register?"+url.Values{"next": {bad}}.Encode(), "", "")
+		expectPage(t, form, http.StatusOK)
+		require.Contains(t, form.Body, `data-next="/login?registered=1"`, "%q", bad)
+		require.NotContains(t, form.Body, "evil", "%q", bad)
+		if i < 2 { // each registration costs a password hash
+			r := register(fmt.Sprintf("eve%d@example.com", i), bad)
+			require.Equal(t, http.StatusSeeOther, r.StatusCode, "%q: %s", bad, r.Body)
+			require.Equal(t, "/login", r.Header.Get("Location"), "%q", bad)
+		}
 	}
 }
 

@@ -147,11 +147,22 @@ func (p *Pages) private(h func(http.ResponseWriter, *http.Request, *auth.Caller)
 
 // loginURL is the login page for a browser without a session at uri: it
 // returns there after the login (?next=, a path on this site only).
-func loginURL(uri string) string {
-	if uri == "/" || !localpath.Is(uri) {
-		return "/login"
+func loginURL(uri string) string { return withNext("/login", uri, nil) }
+
+// withNext is path with query q and, unless it is the apps page (the
+// default), next as its ?next=: how the login and register pages hand
+// the page to return to on to each other.
+func withNext(path, next string, q url.Values) string {
+	if q == nil {
+		q = url.Values{}
 	}
-	return "/login?" + url.Values{"next": {uri}}.Encode()
+	if next != "/" && localpath.Is(next) {
+		q.Set("next", next)
+	}
+	if len(q) == 0 {
+		return path
+	}
+	return path + "?" + q.Encode()
 }
 
 // next is where the login page sends the browser on: its ?next= when that
