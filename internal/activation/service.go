@@ -40,10 +40,6 @@ type Agents interface {
 	ListApp(ctx context.Context, c *auth.Caller, appID string) (string, error)
 }
 
-// ResolveFunc turns a provider_id ("" for the default) into a client, the
-// provider's id and its default model (llm.Service.Resolve).
-type ResolveFunc = executor.ResolveFunc
-
 // EventBus stores events in a transaction and publishes them after commit
 // (events.Bus).
 type EventBus interface {
@@ -77,11 +73,11 @@ type Deps struct {
 	Queue    *queue.Queue
 	Log      *slog.Logger
 	Agents   Agents
-	Resolve  ResolveFunc
 	Events   EventBus
 	Webhooks Webhooks
-	// Executors run the agents.
-	Executors *executor.Set
+	// Executors run the agents, by runtime; an agent whose runtime has
+	// none can be activated, and its activations fail.
+	Executors executor.Registry
 	// EndHooks run inside the transaction that records any end of an
 	// activation (completed, failed, cancelled, reaped): what must change
 	// with it (a pipeline's next step, the end of an agent key) commits or
@@ -136,10 +132,6 @@ type Service struct {
 // New builds the service and registers its River worker on q.
 func New(d Deps, opts Options) *Service {
 	opts.defaults()
-	if d.Executors == nil {
-		// LLM agents only: what a platform without custom runtimes runs.
-		d.Executors = &executor.Set{LLM: executor.NewLLM(d.Resolve, d.Store, d.Log)}
-	}
 	s := &Service{Deps: d, opts: opts, now: store.Now}
 	queue.AddWorker(d.Queue, &jobWorker{svc: s})
 	return s
@@ -187,9 +179,11 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	if r.AppID != "" && agent.AppID != r.AppID {
 		return nil, false, errAgentNotFound
 	}
-	if pid, _ := r.Metadata["provider_id"].(string); pid != "" {
-		if _, _, _, err := s.Resolve(ctx, c.UserID, pid); err != nil {
-			return nil, false, prefixField(err, "metadata.")
+	// What only the agent's runtime reads, it checks. Without an executor
+	// there is nothing to check: the run fails and says why.
+	if e, err := s.Executors.For(agent.AgentTypeID, agent.Config); err == nil {
+		if err := e.Validate(ctx, &executor.Check{UserID: c.UserID, Config: agent.Config, Metadata: r.Metadata}); err != nil {
+			return nil, false, err
 		}
 	}
 	hash := requestHash(agent.ID, &r)
@@ -349,14 +343,6 @@ func requestHash(agentID string, r *Request) string {
 	b, _ := json.Marshal([]any{agentID, input, r.Context, r.Metadata, r.Priority})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
-}
-
-func prefixField(err error, prefix string) error {
-	if ae, ok := apperr.As(err); ok && ae.Kind == apperr.Validation && ae.Field != "" {
-		field := prefix + ae.Field
-		return apperr.Invalid(field, "Invalid value for field "+field+": "+ae.Detail)
-	}
-	return err
 }
 
 // Get returns an activation of the caller's (404 otherwise; admins with a

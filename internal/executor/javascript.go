@@ -77,6 +77,7 @@ const (
 // JavaScript runs custom agents and functions written in JavaScript in the
 // sandbox, with ctx's services.
 type JavaScript struct {
+	custom
 	Store       *store.Store
 	LLM         *LLM
 	Data        Data        // nil: ctx.data throws
@@ -102,6 +103,9 @@ func NewJavaScript(st *store.Store, guard *egress.Guard, llmExec *LLM, memoryMB 
 	return &JavaScript{Store: st, LLM: llmExec, Limits: limits, Credentials: NoCredentials{}, Quotas: quota.Defaults(),
 		fetch: guard.Client(egress.Options{Field: "ctx.http.fetch", Timeout: fetchTimeout, MaxBody: fetchMaxBody, MaxRedirects: fetchRedirects})}
 }
+
+// Runtime is "javascript".
+func (j *JavaScript) Runtime() string { return "javascript" }
 
 // Execute runs the run's code.
 func (j *JavaScript) Execute(ctx context.Context, run *Run) (*Result, error) {
@@ -415,18 +419,18 @@ func (j *JavaScript) llmComplete(run *Run) sandbox.Call {
 					Message: fmt.Sprintf(`messages[%d].role must be "system", "user" or "assistant", not %q`, i, m.Role)}
 			}
 		}
-		client, _, defaultModel, err := j.LLM.Resolve(ctx, run.UserID, req.ProviderID)
+		p, err := j.LLM.Resolve(ctx, run.UserID, req.ProviderID)
 		if err != nil {
 			return nil, thrown(err)
 		}
 		if req.Model == "" {
-			req.Model = defaultModel
+			req.Model = p.DefaultModel
 		}
 		msgs := req.Messages
 		if req.Prompt != "" {
 			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: req.Prompt})
 		}
-		res, err := j.LLM.Complete(ctx, client, llm.Request{Model: req.Model, System: req.System, Temperature: req.Temperature,
+		res, err := j.LLM.Complete(ctx, p.Client, llm.Request{Model: req.Model, System: req.System, Temperature: req.Temperature,
 			MaxTokens: req.MaxTokens, Messages: msgs})
 		if err != nil {
 			return nil, thrown(err)

@@ -29,6 +29,7 @@ type WebhookSecretFunc func(ctx context.Context, agentID string) (string, error)
 // guard; the JSON answer is the output. Its time is the run's: the context
 // carries the agent's timeout and any cancel.
 type Webhook struct {
+	custom
 	secret  WebhookSecretFunc
 	baseURL string
 	client  *http.Client
@@ -45,6 +46,9 @@ func NewWebhook(guard *egress.Guard, baseURL string, secret WebhookSecretFunc) *
 		// bounds the call, body included.
 		client: guard.Client(egress.Options{Field: WebhookField, MaxBody: WebhookMaxResponse})}
 }
+
+// Runtime is "webhook".
+func (e *Webhook) Runtime() string { return "webhook" }
 
 // webhookRequest is what a webhook agent receives. The agent and app ids
 // are the run's own: an installed copy's differ from the publisher's, and
