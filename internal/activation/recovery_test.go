@@ -14,6 +14,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/executor/runtimes"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -55,7 +56,7 @@ func llmOnly(s *store.Store, client llm.Client) executor.Registry {
 	resolve := func(context.Context, string, string) (*llm.Resolved, error) {
 		return &llm.Resolved{Client: client, ProviderID: "echo", DefaultModel: "echo"}, nil
 	}
-	return executor.NewRegistry(executor.NewLLM(resolve, s, testdb.Logger()))
+	return executor.NewRegistry(runtimes.NewLLM(resolve, s, testdb.Logger()))
 }
 
 type noEvents struct{}

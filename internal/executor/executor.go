@@ -1,8 +1,13 @@
-// Package executor owns what one run of an agent or a function does: an LLM
-// completion, JavaScript in the sandbox, or a call to a webhook agent. The
-// life around a run (claim, execution slot, timeout, cancel, recording the
-// end, recovery) belongs to its caller: activation for agents, function for
-// executions, pipeline for steps. A run is cancelled through its context.
+// Package executor says what one run of an agent or a function is to its
+// caller and to the runtime that does it: the Executor interface, a run's
+// inputs and result, and the Registry that finds an agent's executor by
+// runtime name. The runtimes themselves (an LLM completion, JavaScript in
+// the sandbox, a call to a webhook agent) are in executor/runtimes, so
+// that callers depend on what a run is and not on what any runtime needs.
+// The life around a run (claim, execution slot, timeout, cancel, recording
+// the end, recovery) belongs to its caller: activation for agents,
+// function for executions, pipeline for steps. A run is cancelled through
+// its context.
 package executor
 
 import (
@@ -92,17 +97,6 @@ type Check struct {
 	// checked.
 	Metadata map[string]any
 }
-
-// custom is what the runtimes of custom agents share: the platform cannot
-// check a request against code it does not read, and the code calls the
-// platform back with the run's agent key.
-type custom struct{}
-
-// Validate accepts every request: the agent's code judges its input.
-func (custom) Validate(context.Context, *Check) error { return nil }
-
-// NeedsAgentKey: custom code calls the platform back with it.
-func (custom) NeedsAgentKey() bool { return true }
 
 // ErrNoExecutor is the error of a run whose kind this platform cannot run.
 var ErrNoExecutor = errors.New("executor: no executor for this agent")

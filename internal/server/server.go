@@ -28,6 +28,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/executor/runtimes"
 	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/llm"
@@ -190,14 +191,14 @@ func (s *Server) build(ctx context.Context) error {
 		PublicURL: s.Config.PublicURL, ScanInterval: s.Config.CredentialScanInterval,
 		RefreshRate: s.Config.CredentialRefreshRate})
 	s.Credentials.AddJobs(s.Queue)
-	llmExec := executor.NewLLM(s.LLM.Resolve, s.Store, s.Log)
-	js := executor.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
+	llmExec := runtimes.NewLLM(s.LLM.Resolve, s.Store, s.Log)
+	js := runtimes.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
 	js.Quotas = s.Config.Quotas
 	js.Slots = fairshare.Shared(s.Config.JSConcurrency)
 	js.Data = appdata.Scripts{Service: s.Data}
 	js.Credentials = credential.Scripts{Service: s.Credentials}
 	s.Executors = executor.NewRegistry(llmExec, js,
-		executor.NewWebhook(s.Egress, s.Config.PublicURL+"/api/v1", s.Apps.WebhookSecret))
+		runtimes.NewWebhook(s.Egress, s.Config.PublicURL+"/api/v1", s.Apps.WebhookSecret))
 	s.Functions = function.New(s.Store, s.Auth, s.Apps, js)
 	s.Authenticators = authenticator.New(s.Store, s.Auth, s.Apps, s.Secrets)
 	// An authenticator's connections are revoked at the provider before it

@@ -1,4 +1,4 @@
-package executor
+package runtimes
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/egress"
+	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
@@ -67,7 +68,7 @@ type webhookRequest struct {
 // errors name the cause (the status, a refused address, a body that is not
 // JSON) and never the URL, whose query or userinfo may carry credentials;
 // a timeout or a cancel is the context's, which the caller reports.
-func (e *Webhook) Execute(ctx context.Context, run *Run) (*Result, error) {
+func (e *Webhook) Execute(ctx context.Context, run *executor.Run) (*executor.Result, error) {
 	var cfg struct {
 		URL string `json:"url"`
 	}
@@ -113,7 +114,7 @@ func (e *Webhook) Execute(ctx context.Context, run *Run) (*Result, error) {
 	if !json.Valid(out) {
 		return nil, fmt.Errorf("Webhook agent answered %d with a body that is not JSON", res.StatusCode)
 	}
-	return &Result{Output: out}, nil
+	return &executor.Result{Output: out}, nil
 }
 
 // callError is the error of a call that got no usable answer. The run's

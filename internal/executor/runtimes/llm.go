@@ -1,4 +1,4 @@
-package executor
+package runtimes
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -36,14 +37,14 @@ func NewLLM(resolve ResolveFunc, st *store.Store, log *slog.Logger) *LLM {
 }
 
 // Runtime is "llm".
-func (e *LLM) Runtime() string { return LLMRuntime }
+func (e *LLM) Runtime() string { return executor.LLMRuntime }
 
 // NeedsAgentKey: a completion never calls the platform back.
 func (e *LLM) NeedsAgentKey() bool { return false }
 
 // Validate checks that metadata.provider_id, if given, names a provider
 // the caller may use.
-func (e *LLM) Validate(ctx context.Context, c *Check) error {
+func (e *LLM) Validate(ctx context.Context, c *executor.Check) error {
 	pid, _ := c.Metadata["provider_id"].(string)
 	if pid == "" {
 		return nil
@@ -81,7 +82,7 @@ const historyTurns = 50
 // provider, usage, finish_reason}. A provider's error comes back as the
 // *llm.Error itself, unwrapped: its text (naming the provider and the
 // status) is the activation's public error.
-func (e *LLM) Execute(ctx context.Context, run *Run) (*Result, error) {
+func (e *LLM) Execute(ctx context.Context, run *executor.Run) (*executor.Result, error) {
 	res, err := e.execute(ctx, run)
 	var pe *llm.Error
 	if errors.As(err, &pe) {
@@ -90,7 +91,7 @@ func (e *LLM) Execute(ctx context.Context, run *Run) (*Result, error) {
 	return res, err
 }
 
-func (e *LLM) execute(ctx context.Context, run *Run) (*Result, error) {
+func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result, error) {
 	var cfg, meta llmConfig
 	_ = json.Unmarshal(run.Config, &cfg)
 	_ = json.Unmarshal(run.Metadata, &meta)
@@ -148,7 +149,7 @@ func (e *LLM) execute(ctx context.Context, run *Run) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Output: out}, nil
+	return &executor.Result{Output: out}, nil
 }
 
 // Complete calls client, retrying transient provider errors with growing,
