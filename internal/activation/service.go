@@ -289,8 +289,7 @@ func validate(r *Request) error {
 	if len(r.InputData) == 0 || string(r.InputData) == "null" {
 		return apperr.Invalid("input_data", "Missing required field: input_data")
 	}
-	var obj map[string]any
-	if json.Unmarshal(r.InputData, &obj) != nil {
+	if !isObject(r.InputData) {
 		return apperr.Invalid("input_data", "Invalid value for field input_data: expected object")
 	}
 	if r.Priority == 0 {
@@ -335,9 +334,26 @@ func validate(r *Request) error {
 	return nil
 }
 
-// requestHash identifies a request for Idempotency-Key comparisons. JSON of
-// maps is key-sorted, so the same request hashes the same.
+// isObject reports whether doc is one JSON object: a scan, nothing is
+// decoded.
+func isObject(doc json.RawMessage) bool {
+	i := 0
+	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
+		i++
+	}
+	return i < len(doc) && doc[i] == '{' && json.Valid(doc)
+}
+
+// requestHash identifies a request for Idempotency-Key comparisons; only a
+// request with a key needs one ("" otherwise). Equal requests must hash
+// the same whatever their bytes (key order, spacing, 1.0 or 1), so the
+// input is decoded once and hashed in the canonical form encoding/json
+// writes (maps key-sorted): the same hash as before the input was kept as
+// bytes, so keys used across an upgrade still match.
 func requestHash(agentID string, r *Request) string {
+	if r.IdempotencyKey == "" {
+		return ""
+	}
 	var input any
 	_ = json.Unmarshal(r.InputData, &input)
 	b, _ := json.Marshal([]any{agentID, input, r.Context, r.Metadata, r.Priority})
