@@ -91,9 +91,7 @@ func TestCancelBeforeTheRunStartsNeverReachesTheProvider(t *testing.T) {
 				b := setup(t, d, true, activation.Options{Concurrency: 1}, func(deps *activation.Deps) {
 					bus.store = deps.Store
 					deps.Events = bus
-					deps.Resolve = func(context.Context, string, string) (llm.Client, string, string, error) {
-						return countingEcho{&calls}, "echo", "echo", nil
-					}
+					deps.Executors = llmOnly(deps.Store, countingEcho{&calls})
 				})
 				bus.svc.Store(b.svc)
 				ctx := context.Background()

@@ -13,6 +13,8 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/executor/runtimes"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -53,6 +55,14 @@ func (echo) Complete(_ context.Context, r llm.Request) (*llm.Response, error) {
 	return &llm.Response{Text: "echo: " + r.Messages[len(r.Messages)-1].Content, Model: "echo", FinishReason: "stop"}, nil
 }
 
+// llmOnly runs LLM agents on provider client, whatever provider is named.
+func llmOnly(s *store.Store, client llm.Client) executor.Registry {
+	resolve := func(context.Context, string, string) (*llm.Resolved, error) {
+		return &llm.Resolved{Client: client, ProviderID: "echo", DefaultModel: "echo"}, nil
+	}
+	return executor.NewRegistry(runtimes.NewLLM(resolve, s, testdb.Logger()))
+}
+
 type noEvents struct{}
 
 func (noEvents) Record(context.Context, *store.Store, ...*events.Event) error { return nil }
@@ -80,9 +90,7 @@ func setup(t *testing.T, d store.Dialect, work bool, opts activation.Options, wi
 	authSvc, err := auth.New(s, testdb.Logger(), auth.Options{SessionTTL: time.Hour, Password: auth.PasswordParams{Memory: 64, Time: 1, Threads: 1}})
 	require.NoError(t, err)
 	deps := activation.Deps{Store: s, Auth: authSvc, Queue: q, Log: testdb.Logger(), Agents: ownAgents{s}, Events: noEvents{},
-		Resolve: func(context.Context, string, string) (llm.Client, string, string, error) {
-			return echo{}, "echo", "echo", nil
-		}}
+		Executors: llmOnly(s, echo{})}
 	for _, f := range with {
 		f(&deps)
 	}

@@ -44,10 +44,6 @@ type Agents interface {
 	ListApp(ctx context.Context, c *auth.Caller, appID string) (string, error)
 }
 
-// ResolveFunc turns a provider_id ("" for the default) into a client, the
-// provider's id and its default model (llm.Service.Resolve).
-type ResolveFunc = executor.ResolveFunc
-
 // EventBus stores events in a transaction and publishes them after commit
 // (events.Bus).
 type EventBus interface {
@@ -81,11 +77,11 @@ type Deps struct {
 	Queue    *queue.Queue
 	Log      *slog.Logger
 	Agents   Agents
-	Resolve  ResolveFunc
 	Events   EventBus
 	Webhooks Webhooks
-	// Executors run the agents.
-	Executors *executor.Set
+	// Executors run the agents, by runtime; an agent whose runtime has
+	// none can be activated, and its activations fail.
+	Executors executor.Registry
 	// EndHooks run inside the transaction that records any end of an
 	// activation (completed, failed, cancelled, reaped): what must change
 	// with it (a pipeline's next step, the end of an agent key) commits or
@@ -141,10 +137,6 @@ type Service struct {
 // New builds the service and registers its River worker on q.
 func New(d Deps, opts Options) *Service {
 	opts.defaults()
-	if d.Executors == nil {
-		// LLM agents only: what a platform without custom runtimes runs.
-		d.Executors = &executor.Set{LLM: executor.NewLLM(d.Resolve, d.Store, d.Log)}
-	}
 	s := &Service{Deps: d, opts: opts, now: store.Now}
 	queue.AddWorker(d.Queue, &jobWorker{svc: s})
 	return s
@@ -195,9 +187,11 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	if err := s.checkInput(ctx, agent, r.InputData); err != nil {
 		return nil, false, err
 	}
-	if pid, _ := r.Metadata["provider_id"].(string); pid != "" {
-		if _, _, _, err := s.Resolve(ctx, c.UserID, pid); err != nil {
-			return nil, false, prefixField(err, "metadata.")
+	// What only the agent's runtime reads, it checks. Without an executor
+	// there is nothing to check: the run fails and says why.
+	if e, err := s.Executors.For(agent.AgentTypeID, agent.Config); err == nil {
+		if err := e.Validate(ctx, &executor.Check{UserID: c.UserID, Config: agent.Config, Metadata: r.Metadata}); err != nil {
+			return nil, false, err
 		}
 	}
 	hash := requestHash(agent.ID, &r)
@@ -326,8 +320,7 @@ func validate(r *Request) error {
 	if len(r.InputData) == 0 || string(r.InputData) == "null" {
 		return apperr.Invalid("input_data", "Missing required field: input_data")
 	}
-	var obj map[string]any
-	if json.Unmarshal(r.InputData, &obj) != nil {
+	if !isObject(r.InputData) {
 		return apperr.Invalid("input_data", "Invalid value for field input_data: expected object")
 	}
 	if r.Priority == 0 {
@@ -372,22 +365,31 @@ func validate(r *Request) error {
 	return nil
 }
 
-// requestHash identifies a request for Idempotency-Key comparisons. JSON of
-// maps is key-sorted, so the same request hashes the same.
+// isObject reports whether doc is one JSON object: a scan, nothing is
+// decoded.
+func isObject(doc json.RawMessage) bool {
+	i := 0
+	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
+		i++
+	}
+	return i < len(doc) && doc[i] == '{' && json.Valid(doc)
+}
+
+// requestHash identifies a request for Idempotency-Key comparisons; only a
+// request with a key needs one ("" otherwise). Equal requests must hash
+// the same whatever their bytes (key order, spacing, 1.0 or 1), so the
+// input is decoded once and hashed in the canonical form encoding/json
+// writes (maps key-sorted): the same hash as before the input was kept as
+// bytes, so keys used across an upgrade still match.
 func requestHash(agentID string, r *Request) string {
+	if r.IdempotencyKey == "" {
+		return ""
+	}
 	var input any
 	_ = json.Unmarshal(r.InputData, &input)
 	b, _ := json.Marshal([]any{agentID, input, r.Context, r.Metadata, r.Priority})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
-}
-
-func prefixField(err error, prefix string) error {
-	if ae, ok := apperr.As(err); ok && ae.Kind == apperr.Validation && ae.Field != "" {
-		field := prefix + ae.Field
-		return apperr.Invalid(field, "Invalid value for field "+field+": "+ae.Detail)
-	}
-	return err
 }
 
 // Get returns an activation of the caller's (404 otherwise; admins with a

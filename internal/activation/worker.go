@@ -13,7 +13,6 @@ import (
 	"github.com/agentplatform/agentplatform/internal/cleantext"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/executor"
-	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -220,7 +219,7 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.
 	}
 	o := store.Outcome{Status: store.StatusCompleted, OutputData: cleantext.JSON(res.Output), CompletedAt: s.now()}
 	if runErr != nil {
-		o = store.Outcome{Status: store.StatusFailed, Error: cleantext.Error(errorText(runErr)), CompletedAt: s.now()}
+		o = store.Outcome{Status: store.StatusFailed, Error: cleantext.Error(runErr.Error()), CompletedAt: s.now()}
 	}
 	if len(res.Logs) > 0 {
 		o.Logs, o.LogsTruncated = cleantext.JSON(mustJSON(res.Logs)), res.LogsTruncated
@@ -362,16 +361,6 @@ func (s *Service) webhookTx(ctx context.Context, tx *store.Store, a *store.Activ
 	return s.Webhooks.EnqueueTx(ctx, tx, a.AppID, target, ev)
 }
 
-// errorText is the public error of a failed run: our own messages and the
-// providers' errors (which name the provider and status) as they are.
-func errorText(err error) string {
-	var pe *llm.Error
-	if errors.As(err, &pe) {
-		return pe.Error()
-	}
-	return err.Error()
-}
-
 // mustJSON encodes what always encodes (log lines).
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
@@ -385,11 +374,11 @@ func (s *Service) execute(ctx context.Context, a *store.Activation, agent *store
 	if err != nil {
 		return nil, err
 	}
-	// A custom agent's run gets its agent key now, in a statement of its
+	// A run that calls the platform back gets its agent key now, in a statement of its
 	// own (no transaction waits on it); an end hook deletes it with the
 	// activation's end, and from that end on it opens nothing.
 	var key string
-	if agent.AgentTypeID != "llm" && a.AppID != "" && s.Auth != nil {
+	if e.NeedsAgentKey() && a.AppID != "" && s.Auth != nil {
 		if key, err = s.Auth.IssueAgentKey(ctx, a); err != nil {
 			return nil, fmt.Errorf("issue the run's agent key: %w", err)
 		}

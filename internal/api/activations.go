@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
+
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/executor"
@@ -43,20 +45,46 @@ func activationOut(a *store.Activation) Activation {
 	return out
 }
 
+// JSONObject is a JSON object kept as the bytes the client sent: the input
+// of an activation goes to the store as it came, checked (huma validates
+// the body against the object schema) but never decoded and re-encoded.
+type JSONObject json.RawMessage
+
+// UnmarshalJSON keeps a copy of the bytes (the decoder's buffer is
+// reused); null is no object, as it was for the map.
+func (o *JSONObject) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*o = nil
+		return nil
+	}
+	*o = append((*o)[:0], b...)
+	return nil
+}
+
+// MarshalJSON writes the bytes as they are; nil is null.
+func (o JSONObject) MarshalJSON() ([]byte, error) {
+	if o == nil {
+		return []byte("null"), nil
+	}
+	return o, nil
+}
+
+// Schema is that of the map[string]any it replaces: any object.
+func (JSONObject) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{Type: huma.TypeObject, AdditionalProperties: &huma.Schema{}}
+}
+
 // ActivateBody is shared by the activate forms.
 type ActivateBody struct {
-	InputData map[string]any `json:"input_data,omitempty" required:"true" doc:"The agent's input, e.g. {\"prompt\": \"…\"}"`
+	InputData JSONObject     `json:"input_data,omitempty" required:"true" doc:"The agent's input, e.g. {\"prompt\": \"…\"}"`
 	Context   map[string]any `json:"context,omitempty" required:"false" doc:"chat_id (earlier turns of the chat are sent as history), session_id, anything else"`
 	Metadata  map[string]any `json:"metadata,omitempty" required:"false" doc:"Per-activation overrides: provider_id, model, temperature, max_tokens, system_prompt; webhook_url to be POSTed the final event when it ends (an http(s) URL, not on a private address unless AP_EGRESS_ALLOW allows it; each attempt must be answered 2xx within 15 s, redirects are not followed)"`
 	Priority  int            `json:"priority,omitempty" required:"false" minimum:"1" maximum:"4" doc:"1 (most urgent) to 4; default 2"`
 }
 
 func (b *ActivateBody) request(agentID, key string) activation.Request {
-	r := activation.Request{AgentID: agentID, Context: b.Context, Metadata: b.Metadata, Priority: b.Priority, IdempotencyKey: key}
-	if b.InputData != nil {
-		r.InputData, _ = json.Marshal(b.InputData)
-	}
-	return r
+	return activation.Request{AgentID: agentID, InputData: json.RawMessage(b.InputData), Context: b.Context, Metadata: b.Metadata,
+		Priority: b.Priority, IdempotencyKey: key}
 }
 
 // IdempotencyHeader is the optional Idempotency-Key of activate calls.
@@ -177,7 +205,7 @@ type activateInAppInput struct {
 // name input.
 type ActivateInAppBody struct {
 	ActivateBody
-	Input map[string]any `json:"input,omitempty" required:"false" doc:"Alternate name of input_data"`
+	Input JSONObject `json:"input,omitempty" required:"false" doc:"Alternate name of input_data"`
 }
 
 func (a *API) activateInApp(ctx context.Context, in *activateInAppInput) (*createdOutput, error) {

@@ -229,6 +229,37 @@ func TestIdempotencyKey(t *testing.T) {
 	})
 }
 
+// TestIdempotencyKeyIgnoresTheInputsSpelling: the input is stored as the
+// client sent it, but two spellings of the same input (key order, spaces,
+// 1.0 or 1) are the same request for an Idempotency-Key; another input is
+// not.
+func TestIdempotencyKeyIgnoresTheInputsSpelling(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		token := e.signup("u@example.com")
+		f := e.llmAgent(token, nil, 0)
+		path := "/api/v1/agents/" + f.agentID + "/activate"
+		key := header("Idempotency-Key", "spelling")
+
+		first := e.do("POST", path, []byte(`{"input_data":{"prompt":"p","n":1,"big":12345678901234567891,"o":{"b":2,"a":1}}}`),
+			bearer(token), key).expect(t, 201)
+		again := e.do("POST", path, []byte(`{ "input_data" : { "o" : {"a":1.0, "b":2}, "big":12345678901234567891, "n":1.0, "prompt":"p" } }`),
+			bearer(token), key).expect(t, 201)
+		require.Equal(t, first.str("activation_id"), again.str("activation_id"))
+		require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
+		e.do("POST", path, []byte(`{"input_data":{"prompt":"p","n":2,"big":12345678901234567891,"o":{"b":2,"a":1}}}`), bearer(token), key).
+			expectError(t, 409, "ConflictError", "Idempotency-Key")
+
+		got := e.do("GET", "/api/v1/activations/"+first.str("activation_id"), nil, bearer(token)).expect(t, 200)
+		var raw struct {
+			InputData json.RawMessage `json:"input_data"`
+		}
+		require.NoError(t, json.Unmarshal(got.Body, &raw))
+		require.Contains(t, string(raw.InputData), "12345678901234567891", "the input is kept as sent, not as a float64")
+	})
+}
+
 func TestCancelQueuedAndPause(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {

@@ -9,7 +9,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 )
 
-// Scripts is app data as a script's ctx.data sees it (executor.Data): JSON
+// Scripts is app data as a script's ctx.data sees it (runtimes.Data): JSON
 // in and out, for the run's user and app.
 type Scripts struct{ *Service }
 

@@ -10,7 +10,7 @@ import (
 )
 
 // Scripts is the credential service as a custom agent's ctx.credentials
-// sees it (executor.Credentials): the run acts as its agent key would, for
+// sees it (runtimes.Credentials): the run acts as its agent key would, for
 // its user and app, and may hold tokens.
 type Scripts struct{ *Service }
 

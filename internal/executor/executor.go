@@ -1,8 +1,13 @@
-// Package executor owns what one run of an agent or a function does: an LLM
-// completion, JavaScript in the sandbox, or a call to a webhook agent. The
-// life around a run (claim, execution slot, timeout, cancel, recording the
-// end, recovery) belongs to its caller: activation for agents, function for
-// executions, pipeline for steps. A run is cancelled through its context.
+// Package executor says what one run of an agent or a function is to its
+// caller and to the runtime that does it: the Executor interface, a run's
+// inputs and result, and the Registry that finds an agent's executor by
+// runtime name. The runtimes themselves (an LLM completion, JavaScript in
+// the sandbox, a call to a webhook agent) are in executor/runtimes, so
+// that callers depend on what a run is and not on what any runtime needs.
+// The life around a run (claim, execution slot, timeout, cancel, recording
+// the end, recovery) belongs to its caller: activation for agents,
+// function for executions, pipeline for steps. A run is cancelled through
+// its context.
 package executor
 
 import (
@@ -62,47 +67,77 @@ type Result struct {
 	LogsTruncated bool
 }
 
-// Executor runs one kind of agent or function. Execute returns a non-nil
-// Result whenever it has logs to keep, with or without an error.
+// Executor runs one runtime's agents or functions. The life around a run
+// is its caller's and the same for every runtime; what differs per runtime
+// is behind these four methods (Woodpecker's pipeline backends: one
+// lifecycle, backends registered by name).
 type Executor interface {
+	// Runtime is the name it is registered under: "llm" for LLM agents,
+	// else the agent_config.runtime it runs ("javascript", "webhook").
+	Runtime() string
+	// Validate checks, before an activation is queued, what of the request
+	// only this runtime reads (an LLM agent's metadata.provider_id). A
+	// validation error names the request's field.
+	Validate(ctx context.Context, c *Check) error
+	// NeedsAgentKey says whether a run gets an agent key (agk_) to call
+	// the platform back with: code a user wrote does, a completion does
+	// not.
+	NeedsAgentKey() bool
+	// Execute returns a non-nil Result whenever it has logs to keep, with
+	// or without an error.
 	Execute(ctx context.Context, run *Run) (*Result, error)
+}
+
+// Check is an activation being created, as its executor validates it.
+type Check struct {
+	UserID string
+	// Config is the agent's agent_config.
+	Config json.RawMessage
+	// Metadata is the request's metadata, its known keys' types already
+	// checked.
+	Metadata map[string]any
 }
 
 // ErrNoExecutor is the error of a run whose kind this platform cannot run.
 var ErrNoExecutor = errors.New("executor: no executor for this agent")
 
-// Set chooses the executor of an agent by its agent_type_id and
-// agent_config.runtime. A nil member cannot run.
-type Set struct {
-	LLM        Executor
-	JavaScript Executor
-	Webhook    Executor
+// LLMRuntime is the runtime of every agent of agent_type_id "llm".
+const LLMRuntime = "llm"
+
+// Registry holds the executors by runtime name. A runtime without an
+// executor cannot run: its activations fail.
+type Registry map[string]Executor
+
+// NewRegistry registers each of execs under its Runtime.
+func NewRegistry(execs ...Executor) Registry {
+	r := make(Registry, len(execs))
+	for _, e := range execs {
+		r[e.Runtime()] = e
+	}
+	return r
+}
+
+// RuntimeOf is the runtime of an agent of type agentType with config cfg:
+// "llm" for LLM agents, else agent_config.runtime.
+func RuntimeOf(agentType string, cfg json.RawMessage) string {
+	if agentType == "llm" {
+		return LLMRuntime
+	}
+	var c struct {
+		Runtime string `json:"runtime"`
+	}
+	_ = json.Unmarshal(cfg, &c)
+	return c.Runtime
 }
 
 // For is the executor of an agent of type agentType with config cfg.
-func (s *Set) For(agentType string, cfg json.RawMessage) (Executor, error) {
-	var e Executor
-	var runtime string
-	if agentType == "llm" {
-		e = s.LLM
-	} else {
-		var c struct {
-			Runtime string `json:"runtime"`
-		}
-		_ = json.Unmarshal(cfg, &c)
-		runtime = c.Runtime
-		switch c.Runtime {
-		case "javascript":
-			e = s.JavaScript
-		case "webhook":
-			e = s.Webhook
-		}
+func (r Registry) For(agentType string, cfg json.RawMessage) (Executor, error) {
+	runtime := RuntimeOf(agentType, cfg)
+	if e := r[runtime]; e != nil {
+		return e, nil
 	}
-	if e == nil {
-		if runtime != "" {
-			return nil, errors.New("custom agents (runtime " + runtime + ") cannot run on this version of the platform yet")
-		}
-		return nil, ErrNoExecutor
+	if runtime != "" && runtime != LLMRuntime {
+		return nil, errors.New("custom agents (runtime " + runtime + ") cannot run on this version of the platform yet")
 	}
-	return e, nil
+	return nil, ErrNoExecutor
 }

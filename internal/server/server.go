@@ -28,6 +28,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/executor/runtimes"
 	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/lifecycle"
@@ -96,7 +97,7 @@ type Server struct {
 	// Credentials is users' OAuth connections and their tokens.
 	Credentials *credential.Service
 	// Executors run agents, functions and pipeline steps.
-	Executors *executor.Set
+	Executors executor.Registry
 	// Webhooks delivers activation events to webhook URLs.
 	Webhooks *webhook.Service
 	// Egress guards every call to an address a user supplied.
@@ -192,15 +193,14 @@ func (s *Server) build(ctx context.Context) error {
 		PublicURL: s.Config.PublicURL, ScanInterval: s.Config.CredentialScanInterval,
 		RefreshRate: s.Config.CredentialRefreshRate})
 	s.Credentials.AddJobs(s.Queue)
-	llmExec := executor.NewLLM(s.resolveLLM, s.Store, s.Log)
-	js := executor.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
+	llmExec := runtimes.NewLLM(s.LLM.Resolve, s.Store, s.Log)
+	js := runtimes.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
 	js.Quotas = s.Config.Quotas
 	js.Slots = fairshare.Shared(s.Config.JSConcurrency)
 	js.Data = appdata.Scripts{Service: s.Data}
 	js.Credentials = credential.Scripts{Service: s.Credentials}
-	s.Executors = &executor.Set{LLM: llmExec,
-		JavaScript: js,
-		Webhook:    executor.NewWebhook(s.Egress, s.Config.PublicURL+"/api/v1", s.Apps.WebhookSecret)}
+	s.Executors = executor.NewRegistry(llmExec, js,
+		runtimes.NewWebhook(s.Egress, s.Config.PublicURL+"/api/v1", s.Apps.WebhookSecret))
 	s.Functions = function.New(s.Store, s.Auth, s.Apps, js)
 	s.Authenticators = authenticator.New(s.Store, s.Auth, s.Apps, s.Secrets)
 	// An authenticator's connections are revoked at the provider before it
@@ -208,7 +208,7 @@ func (s *Server) build(ctx context.Context) error {
 	s.Authenticators.OnDelete = s.Credentials.RevokeAll
 	s.Activations = activation.New(activation.Deps{
 		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks, Metrics: s.Metrics,
-		Agents: s.Apps, Resolve: s.resolveLLM, Executors: s.Executors,
+		Agents: s.Apps, Executors: s.Executors,
 		// A run's agent key ends with its activation, whatever ends it.
 		EndHooks: []activation.EndHook{s.Auth.EndAgentKey},
 	}, activation.Options{Concurrency: s.Config.Workers, HeartbeatEvery: s.opts.HeartbeatEvery, DeadAfter: s.opts.DeadAfter})
@@ -236,15 +236,6 @@ func (s *Server) build(ctx context.Context) error {
 		s.handler = router.New(router.Deps{Mux: mux, Auth: s.Auth, API: s.API, Pages: pages, Production: s.Config.Production()})
 	}
 	return nil
-}
-
-// resolveLLM adapts llm.Service.Resolve to the activation core's ResolveFunc.
-func (s *Server) resolveLLM(ctx context.Context, userID, providerID string) (llm.Client, string, string, error) {
-	r, err := s.LLM.Resolve(ctx, userID, providerID)
-	if err != nil {
-		return nil, "", "", err
-	}
-	return r.Client, r.ProviderID, r.DefaultModel, nil
 }
 
 // openSecrets builds the secret box and refuses to start when a stored

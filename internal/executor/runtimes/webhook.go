@@ -1,4 +1,4 @@
-package executor
+package runtimes
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/egress"
+	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
@@ -29,6 +30,7 @@ type WebhookSecretFunc func(ctx context.Context, agentID string) (string, error)
 // guard; the JSON answer is the output. Its time is the run's: the context
 // carries the agent's timeout and any cancel.
 type Webhook struct {
+	custom
 	secret  WebhookSecretFunc
 	baseURL string
 	client  *http.Client
@@ -45,6 +47,9 @@ func NewWebhook(guard *egress.Guard, baseURL string, secret WebhookSecretFunc) *
 		// bounds the call, body included.
 		client: guard.Client(egress.Options{Field: WebhookField, MaxBody: WebhookMaxResponse})}
 }
+
+// Runtime is "webhook".
+func (e *Webhook) Runtime() string { return "webhook" }
 
 // webhookRequest is what a webhook agent receives. The agent and app ids
 // are the run's own: an installed copy's differ from the publisher's, and
@@ -63,7 +68,7 @@ type webhookRequest struct {
 // errors name the cause (the status, a refused address, a body that is not
 // JSON) and never the URL, whose query or userinfo may carry credentials;
 // a timeout or a cancel is the context's, which the caller reports.
-func (e *Webhook) Execute(ctx context.Context, run *Run) (*Result, error) {
+func (e *Webhook) Execute(ctx context.Context, run *executor.Run) (*executor.Result, error) {
 	var cfg struct {
 		URL string `json:"url"`
 	}
@@ -109,7 +114,7 @@ func (e *Webhook) Execute(ctx context.Context, run *Run) (*Result, error) {
 	if !json.Valid(out) {
 		return nil, fmt.Errorf("Webhook agent answered %d with a body that is not JSON", res.StatusCode)
 	}
-	return &Result{Output: out}, nil
+	return &executor.Result{Output: out}, nil
 }
 
 // callError is the error of a call that got no usable answer. The run's

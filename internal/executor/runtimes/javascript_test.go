@@ -1,4 +1,4 @@
-package executor_test
+package runtimes_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/executor/runtimes"
 	"github.com/agentplatform/agentplatform/internal/quota"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
@@ -17,7 +18,7 @@ import (
 
 // jsRun runs code as a function of a fresh user's app on j and answers
 // its output.
-func jsRun(t *testing.T, j *executor.JavaScript, userID, appID, code string) json.RawMessage {
+func jsRun(t *testing.T, j *runtimes.JavaScript, userID, appID, code string) json.RawMessage {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -36,7 +37,7 @@ func TestStorageListAnswersBoundedPages(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		st := testdb.Open(t, d)
 		u, app := testdb.UserApp(t, st)
-		j := &executor.JavaScript{Store: st, PageBytes: 10 << 10, Quotas: quota.Defaults()}
+		j := &runtimes.JavaScript{Store: st, PageBytes: 10 << 10, Quotas: quota.Defaults()}
 
 		out := jsRun(t, j, u.ID, app.ID, `async function run(input, ctx) {
 			const v = "x".repeat(3000);

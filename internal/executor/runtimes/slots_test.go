@@ -1,4 +1,4 @@
-package executor_test
+package runtimes_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/executor/runtimes"
 	"github.com/agentplatform/agentplatform/internal/fairshare"
 )
 
@@ -31,7 +32,7 @@ func TestJavaScriptRunsAtMostSlotsAtOnce(t *testing.T) {
 		now.Add(-1)
 		calls.Add(1)
 	}))
-	js := executor.NewJavaScript(nil, egress.New(egresstest.AllowPrefixes()), nil, 16)
+	js := runtimes.NewJavaScript(nil, egress.New(egresstest.AllowPrefixes()), nil, 16)
 	js.Slots = fairshare.Shared(2)
 	code := fmt.Sprintf(`async function run(input, ctx) { await ctx.http.fetch(%q); return "ok"; }`, srv.URL)
 	var wg sync.WaitGroup
@@ -58,7 +59,7 @@ func TestJavaScriptRunsAtMostSlotsAtOnce(t *testing.T) {
 // waiting when its context ends (a cancelled request, the run's timeout).
 func TestJavaScriptSlotWaitEndsWithTheContext(t *testing.T) {
 	t.Parallel()
-	js := executor.NewJavaScript(nil, egress.New(egresstest.AllowPrefixes()), nil, 16)
+	js := runtimes.NewJavaScript(nil, egress.New(egresstest.AllowPrefixes()), nil, 16)
 	js.Slots = fairshare.Shared(1)
 	require.NoError(t, js.Slots.Acquire(context.Background(), "other"))
 	defer js.Slots.Release("other")

@@ -1,4 +1,4 @@
-package executor
+package runtimes
 
 import (
 	"context"
@@ -9,13 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
-// ResolveFunc turns a provider_id ("" for the default) into a client, the
-// provider's id and its default model (llm.Service.Resolve).
-type ResolveFunc func(ctx context.Context, userID, providerID string) (client llm.Client, id, defaultModel string, err error)
+// ResolveFunc turns a provider_id ("" for the default) into its client, id
+// and default model: llm.Service.Resolve.
+type ResolveFunc func(ctx context.Context, userID, providerID string) (*llm.Resolved, error)
 
 // LLM runs LLM agents: one completion, with the chat's earlier turns as
 // history, transient provider errors retried while the run's time lasts.
@@ -34,6 +36,34 @@ func NewLLM(resolve ResolveFunc, st *store.Store, log *slog.Logger) *LLM {
 	return &LLM{Resolve: resolve, Store: st, Log: log, RetryBackoff: 500 * time.Millisecond, ProviderRetries: 3}
 }
 
+// Runtime is "llm".
+func (e *LLM) Runtime() string { return executor.LLMRuntime }
+
+// NeedsAgentKey: a completion never calls the platform back.
+func (e *LLM) NeedsAgentKey() bool { return false }
+
+// Validate checks that metadata.provider_id, if given, names a provider
+// the caller may use.
+func (e *LLM) Validate(ctx context.Context, c *executor.Check) error {
+	pid, _ := c.Metadata["provider_id"].(string)
+	if pid == "" {
+		return nil
+	}
+	if _, err := e.Resolve(ctx, c.UserID, pid); err != nil {
+		return prefixField(err, "metadata.")
+	}
+	return nil
+}
+
+// prefixField puts prefix before the field a validation error names.
+func prefixField(err error, prefix string) error {
+	if ae, ok := apperr.As(err); ok && ae.Kind == apperr.Validation && ae.Field != "" {
+		field := prefix + ae.Field
+		return apperr.Invalid(field, "Invalid value for field "+field+": "+ae.Detail)
+	}
+	return err
+}
+
 // llmConfig is an LLM agent's agent_config, overridden per activation by
 // metadata.
 type llmConfig struct {
@@ -49,8 +79,19 @@ type llmConfig struct {
 const historyTurns = 50
 
 // Execute completes the run's prompt; its output_data is {response, model,
-// provider, usage, finish_reason}.
-func (e *LLM) Execute(ctx context.Context, run *Run) (*Result, error) {
+// provider, usage, finish_reason}. A provider's error comes back as the
+// *llm.Error itself, unwrapped: its text (naming the provider and the
+// status) is the activation's public error.
+func (e *LLM) Execute(ctx context.Context, run *executor.Run) (*executor.Result, error) {
+	res, err := e.execute(ctx, run)
+	var pe *llm.Error
+	if errors.As(err, &pe) {
+		return nil, pe
+	}
+	return res, err
+}
+
+func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result, error) {
 	var cfg, meta llmConfig
 	_ = json.Unmarshal(run.Config, &cfg)
 	_ = json.Unmarshal(run.Metadata, &meta)
@@ -69,12 +110,12 @@ func (e *LLM) Execute(ctx context.Context, run *Run) (*Result, error) {
 	if meta.SystemPrompt != "" {
 		cfg.SystemMessage = meta.SystemPrompt
 	}
-	client, providerID, defaultModel, err := e.Resolve(ctx, run.UserID, cfg.ProviderID)
+	p, err := e.Resolve(ctx, run.UserID, cfg.ProviderID)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Model == "" {
-		cfg.Model = defaultModel
+		cfg.Model = p.DefaultModel
 	}
 	req := llm.Request{Model: cfg.Model, System: cfg.SystemMessage, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
 		OnDelta: run.OnDelta}
@@ -94,12 +135,12 @@ func (e *LLM) Execute(ctx context.Context, run *Run) (*Result, error) {
 	}
 	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(run.Input)})
 
-	res, err := e.Complete(ctx, client, req)
+	res, err := e.Complete(ctx, p.Client, req)
 	if err != nil {
 		return nil, err
 	}
 	if res.Provider == "" {
-		res.Provider = providerID
+		res.Provider = p.ProviderID
 	}
 	out, err := json.Marshal(map[string]any{
 		"response": res.Text, "model": res.Model, "provider": res.Provider,
@@ -108,7 +149,7 @@ func (e *LLM) Execute(ctx context.Context, run *Run) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Output: out}, nil
+	return &executor.Result{Output: out}, nil
 }
 
 // Complete calls client, retrying transient provider errors with growing,

@@ -1,4 +1,4 @@
-package executor_test
+package runtimes_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/executor"
+	"github.com/agentplatform/agentplatform/internal/executor/runtimes"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
@@ -52,8 +53,8 @@ func jsonReply(status int, body string) http.HandlerFunc {
 	}
 }
 
-func newWebhook(secret string) *executor.Webhook {
-	return executor.NewWebhook(egress.New(egresstest.AllowPrefixes()), "https://ap.example.com/api/v1",
+func newWebhook(secret string) *runtimes.Webhook {
+	return runtimes.NewWebhook(egress.New(egresstest.AllowPrefixes()), "https://ap.example.com/api/v1",
 		func(context.Context, string) (string, error) { return secret, nil })
 }
 
@@ -110,7 +111,7 @@ func TestWebhookExecutorFailures(t *testing.T) {
 			"Webhook agent answered 200 with a body that is not JSON"},
 		{"empty", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(204) }, "Webhook agent answered 204 with a body that is not JSON"},
 		{"too large", func(w http.ResponseWriter, _ *http.Request) {
-			_, _ = io.WriteString(w, `"`+strings.Repeat("x", executor.WebhookMaxResponse)+`"`)
+			_, _ = io.WriteString(w, `"`+strings.Repeat("x", runtimes.WebhookMaxResponse)+`"`)
 		}, "Webhook agent call failed: response exceeds 1 MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package executor
+package runtimes
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/egress"
+	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/limits"
 	"github.com/agentplatform/agentplatform/internal/llm"
@@ -77,6 +78,7 @@ const (
 // JavaScript runs custom agents and functions written in JavaScript in the
 // sandbox, with ctx's services.
 type JavaScript struct {
+	custom
 	Store       *store.Store
 	LLM         *LLM
 	Data        Data        // nil: ctx.data throws
@@ -103,8 +105,11 @@ func NewJavaScript(st *store.Store, guard *egress.Guard, llmExec *LLM, memoryMB 
 		fetch: guard.Client(egress.Options{Field: "ctx.http.fetch", Timeout: fetchTimeout, MaxBody: fetchMaxBody, MaxRedirects: fetchRedirects})}
 }
 
+// Runtime is "javascript".
+func (j *JavaScript) Runtime() string { return "javascript" }
+
 // Execute runs the run's code.
-func (j *JavaScript) Execute(ctx context.Context, run *Run) (*Result, error) {
+func (j *JavaScript) Execute(ctx context.Context, run *executor.Run) (*executor.Result, error) {
 	var cfg struct {
 		Code string `json:"code"`
 	}
@@ -124,9 +129,9 @@ func (j *JavaScript) Execute(ctx context.Context, run *Run) (*Result, error) {
 		defer j.Slots.Release(run.UserID)
 	}
 	res, err := sandbox.Run(ctx, sandbox.Program{Code: cfg.Code, Input: run.Input, Ctx: fields, Calls: j.calls(run), Limits: j.Limits})
-	out := &Result{LogsTruncated: res.LogsTruncated}
+	out := &executor.Result{LogsTruncated: res.LogsTruncated}
 	for _, l := range res.Logs {
-		out.Logs = append(out.Logs, LogLine{TS: l.TS, Level: l.Level, Message: l.Message})
+		out.Logs = append(out.Logs, executor.LogLine{TS: l.TS, Level: l.Level, Message: l.Message})
 	}
 	if err != nil {
 		return out, err
@@ -136,7 +141,7 @@ func (j *JavaScript) Execute(ctx context.Context, run *Run) (*Result, error) {
 }
 
 // fields are ctx's plain values (DESIGN).
-func (j *JavaScript) fields(run *Run) (json.RawMessage, error) {
+func (j *JavaScript) fields(run *executor.Run) (json.RawMessage, error) {
 	f := map[string]any{"app_id": run.AppID, "user_id": run.UserID}
 	raw := func(m json.RawMessage) json.RawMessage {
 		if len(m) == 0 {
@@ -145,7 +150,7 @@ func (j *JavaScript) fields(run *Run) (json.RawMessage, error) {
 		return m
 	}
 	switch run.Kind {
-	case Execution:
+	case executor.Execution:
 		f["execution"] = map[string]any{"execution_id": run.ID, "function_id": run.FunctionID, "app_id": run.AppID}
 	default:
 		f["activation"] = map[string]any{"activation_id": run.ID, "agent_id": run.AgentID, "app_id": run.AppID,
@@ -200,7 +205,7 @@ func thrown(err error) error {
 	return &sandbox.Thrown{Name: "Error", Message: "internal error"}
 }
 
-func (j *JavaScript) calls(run *Run) map[string]sandbox.Call {
+func (j *JavaScript) calls(run *executor.Run) map[string]sandbox.Call {
 	c := map[string]sandbox.Call{
 		"storage.get":    j.storageGet(run),
 		"storage.set":    j.storageSet(run),
@@ -232,7 +237,7 @@ func checkKey(key string) error {
 	return nil
 }
 
-func (j *JavaScript) storageGet(run *Run) sandbox.Call {
+func (j *JavaScript) storageGet(run *executor.Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
 		var key string
 		if err := args(a, &key); err != nil {
@@ -249,7 +254,7 @@ func (j *JavaScript) storageGet(run *Run) sandbox.Call {
 	}
 }
 
-func (j *JavaScript) storageSet(run *Run) sandbox.Call {
+func (j *JavaScript) storageSet(run *executor.Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
 		var key string
 		var value json.RawMessage
@@ -271,7 +276,7 @@ func (j *JavaScript) storageSet(run *Run) sandbox.Call {
 	}
 }
 
-func (j *JavaScript) storageDelete(run *Run) sandbox.Call {
+func (j *JavaScript) storageDelete(run *executor.Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
 		var key string
 		if err := args(a, &key); err != nil {
@@ -294,7 +299,7 @@ type listOptions struct {
 // in key order, at most limit (1 to 1000, default 1000) and at most
 // PageBytes of keys and values; the next page starts after the last key
 // of this one, and an empty page is the end.
-func (j *JavaScript) storageList(run *Run) sandbox.Call {
+func (j *JavaScript) storageList(run *executor.Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
 		var prefix string
 		var o listOptions
@@ -323,7 +328,7 @@ func (j *JavaScript) storageList(run *Run) sandbox.Call {
 	}
 }
 
-func (j *JavaScript) dataCalls(run *Run) map[string]sandbox.Call {
+func (j *JavaScript) dataCalls(run *executor.Run) map[string]sandbox.Call {
 	d := j.Data
 	if d == nil {
 		return nil
@@ -395,7 +400,7 @@ type completeRequest struct {
 	System      string        `json:"system"`
 }
 
-func (j *JavaScript) llmComplete(run *Run) sandbox.Call {
+func (j *JavaScript) llmComplete(run *executor.Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
 		var req completeRequest
 		if err := args(a, &req); err != nil {
@@ -415,18 +420,18 @@ func (j *JavaScript) llmComplete(run *Run) sandbox.Call {
 					Message: fmt.Sprintf(`messages[%d].role must be "system", "user" or "assistant", not %q`, i, m.Role)}
 			}
 		}
-		client, _, defaultModel, err := j.LLM.Resolve(ctx, run.UserID, req.ProviderID)
+		p, err := j.LLM.Resolve(ctx, run.UserID, req.ProviderID)
 		if err != nil {
 			return nil, thrown(err)
 		}
 		if req.Model == "" {
-			req.Model = defaultModel
+			req.Model = p.DefaultModel
 		}
 		msgs := req.Messages
 		if req.Prompt != "" {
 			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: req.Prompt})
 		}
-		res, err := j.LLM.Complete(ctx, client, llm.Request{Model: req.Model, System: req.System, Temperature: req.Temperature,
+		res, err := j.LLM.Complete(ctx, p.Client, llm.Request{Model: req.Model, System: req.System, Temperature: req.Temperature,
 			MaxTokens: req.MaxTokens, Messages: msgs})
 		if err != nil {
 			return nil, thrown(err)
