@@ -114,6 +114,11 @@ func TestOpenAPIWebhooks(t *testing.T) {
 	for name := range documentedWebhooks {
 		require.NotEmpty(t, mapOf(mapOf(old["x-webhooks"])[name])["post"], name)
 	}
+	// The YAML forms say the same.
+	require.Regexp(t, `(?m)^webhooks:`, string(e.do("GET", "/api/v1/openapi.yaml", nil).expect(t, 200).Body))
+	oldYAML := string(e.do("GET", "/api/v1/openapi-3.0.yaml", nil).expect(t, 200).Body)
+	require.Regexp(t, `(?m)^x-webhooks:`, oldYAML)
+	require.NotRegexp(t, `(?m)^webhooks:`, oldYAML)
 }
 
 // webhookSchemas validates what a receiver gets against the served
