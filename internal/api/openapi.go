@@ -404,6 +404,7 @@ func finishDocument(oapi *huma.OpenAPI) error {
 		}
 	}
 	registry := oapi.Components.Schemas
+	documentWebhooks(oapi)
 	applyKnownShapes(registry)
 
 	inRequest, inResponse := map[*huma.Schema]bool{}, map[*huma.Schema]bool{}
@@ -420,6 +421,12 @@ func finishDocument(oapi *huma.OpenAPI) error {
 			for _, mt := range r.Content {
 				reach(registry, mt.Schema, inResponse)
 			}
+		}
+	})
+	forEachWebhook(oapi, func(op *huma.Operation) {
+		// The platform writes these bodies: they are closed as answers are.
+		for _, mt := range op.RequestBody.Content {
+			reach(registry, mt.Schema, inResponse)
 		}
 	})
 	all := map[*huma.Schema]bool{}

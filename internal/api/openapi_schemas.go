@@ -127,6 +127,10 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 		"StepState":                 {"output": anyJSONOrNull(registry, "The step's output once it completed, else null")},
 		"Execution":                 {"output": anyJSONOrNull(registry, "What run() returned; null when the execution failed"), "status": executionStatus},
 		"PipelineRunCompletedEvent": {"output_data": anyJSONOrNull(registry, "The run's output: its last step's")},
+		"WebhookAgentRequest": {
+			"input_data": anyObject("The activation's input_data, as sent"),
+			"context":    ref(reflect.TypeFor[ActivationContext]()),
+		},
 	}
 }
 
@@ -377,13 +381,9 @@ type ErrorMessage struct {
 // webSocketMessage registers the union of what the server sends on
 // /api/v1/ws and returns a reference to it.
 func webSocketMessage(registry huma.Registry) *huma.Schema {
-	const name = "WebSocketMessage"
-	if registry.Map()[name] == nil {
-		union := &huma.Schema{
-			Description:   "One text message: an activation, pipeline run or credential event, or the answer to a client's message; `type` tells which.",
-			Discriminator: &huma.Discriminator{PropertyName: "type", Mapping: map[string]string{}},
-		}
-		for typ, t := range map[string]reflect.Type{
+	return union(registry, "WebSocketMessage",
+		"One text message: an activation, pipeline run or credential event, or the answer to a client's message; `type` tells which.",
+		map[string]reflect.Type{
 			"activation_created":        reflect.TypeFor[ActivationCreatedEvent](),
 			"activation_started":        reflect.TypeFor[ActivationStartedEvent](),
 			"activation_completed":      reflect.TypeFor[ActivationCompletedEvent](),
@@ -395,14 +395,23 @@ func webSocketMessage(registry huma.Registry) *huma.Schema {
 			"credential_disconnected":   reflect.TypeFor[CredentialDisconnectedEvent](),
 			"subscribed":                reflect.TypeFor[SubscribedMessage](),
 			"error":                     reflect.TypeFor[ErrorMessage](),
-		} {
+		})
+}
+
+// union registers, once, the component name: one of the types, told
+// apart by their `type` (each one's component, by $ref), and returns a
+// reference to it.
+func union(registry huma.Registry, name, desc string, types map[string]reflect.Type) *huma.Schema {
+	if registry.Map()[name] == nil {
+		u := &huma.Schema{Description: desc, Discriminator: &huma.Discriminator{PropertyName: "type", Mapping: map[string]string{}}}
+		for typ, t := range types {
 			ref := registry.Schema(t, true, "")
-			union.OneOf = append(union.OneOf, ref)
-			union.Discriminator.Mapping[typ] = ref.Ref
+			u.OneOf = append(u.OneOf, ref)
+			u.Discriminator.Mapping[typ] = ref.Ref
 		}
-		slices.SortFunc(union.OneOf, func(a, b *huma.Schema) int { return strings.Compare(a.Ref, b.Ref) })
-		union.PrecomputeMessages()
-		registry.Map()[name] = union
+		slices.SortFunc(u.OneOf, func(a, b *huma.Schema) int { return strings.Compare(a.Ref, b.Ref) })
+		u.PrecomputeMessages()
+		registry.Map()[name] = u
 	}
 	return &huma.Schema{Ref: "#/components/schemas/" + name}
 }

@@ -33,6 +33,7 @@ type agentReceiver struct {
 	mu      sync.Mutex
 	secrets map[string]string         // by agent id
 	got     map[string]map[string]any // request bodies by activation id
+	headers map[string]http.Header    // request headers by activation id
 	sigErrs map[string]error          // signature checks by activation id
 	hits    atomic.Int32
 	slow    chan string // a /slow request of this activation has arrived
@@ -40,7 +41,7 @@ type agentReceiver struct {
 
 func newAgentReceiver(t *testing.T, e *env) *agentReceiver {
 	rc := &agentReceiver{e: e, secrets: map[string]string{}, got: map[string]map[string]any{}, sigErrs: map[string]error{},
-		slow: make(chan string, 16)}
+		headers: map[string]http.Header{}, slow: make(chan string, 16)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /{agent}/{what}", func(w http.ResponseWriter, r *http.Request) {
 		rc.hits.Add(1)
@@ -51,6 +52,7 @@ func newAgentReceiver(t *testing.T, e *env) *agentReceiver {
 		rc.mu.Lock()
 		secret := rc.secrets[r.PathValue("agent")]
 		rc.got[id] = body
+		rc.headers[id] = r.Header.Clone()
 		rc.sigErrs[id] = webhook.Verify(secret, r.Header, b, time.Minute)
 		rc.mu.Unlock()
 		switch r.PathValue("what") {

@@ -51,17 +51,18 @@ func NewWebhook(guard *egress.Guard, baseURL string, secret WebhookSecretFunc) *
 // Runtime is "webhook".
 func (e *Webhook) Runtime() string { return "webhook" }
 
-// webhookRequest is what a webhook agent receives. The agent and app ids
-// are the run's own: an installed copy's differ from the publisher's, and
-// the agent key opens only routes that take the app id.
-type webhookRequest struct {
-	ActivationID string          `json:"activation_id"`
-	AgentID      string          `json:"agent_id"`
-	AppID        string          `json:"app_id"`
+// WebhookRequest is what a webhook agent receives (the API's document
+// describes it from this type). The agent and app ids are the run's own:
+// an installed copy's differ from the publisher's, and the agent key opens
+// only routes that take the app id.
+type WebhookRequest struct {
+	ActivationID string          `json:"activation_id" doc:"The activation this run is; also the webhook-id header's UUID"`
+	AgentID      string          `json:"agent_id" doc:"This agent's id (an installed copy's own)"`
+	AppID        string          `json:"app_id" doc:"The agent's app: the app id its data and credential routes take"`
 	InputData    json.RawMessage `json:"input_data"`
 	Context      json.RawMessage `json:"context"`
-	AgentKey     string          `json:"agent_key"`
-	BaseURL      string          `json:"base_url"`
+	AgentKey     string          `json:"agent_key" doc:"An agk_ key, as Authorization: Bearer, for this app's data and credential routes; valid until the run ends"`
+	BaseURL      string          `json:"base_url" format:"uri" doc:"The API's root to call back: AP_PUBLIC_URL + /api/v1"`
 }
 
 // Execute POSTs the run to the agent and returns its JSON answer. The
@@ -79,7 +80,7 @@ func (e *Webhook) Execute(ctx context.Context, run *executor.Run) (*executor.Res
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(webhookRequest{ActivationID: run.ID, AgentID: run.AgentID, AppID: run.AppID, InputData: orJSON(run.Input, "{}"),
+	body, err := json.Marshal(WebhookRequest{ActivationID: run.ID, AgentID: run.AgentID, AppID: run.AppID, InputData: orJSON(run.Input, "{}"),
 		Context: orJSON(run.Context, "{}"), AgentKey: run.AgentKey, BaseURL: e.baseURL})
 	if err != nil {
 		return nil, err
