@@ -58,12 +58,8 @@ func npmBin(t *testing.T, name string) string {
 	t.Helper()
 	path, err := filepath.Abs(filepath.Join("..", "..", "testdata", "npm", "node_modules", ".bin", name))
 	require.NoError(t, err)
-	if _, err := os.Stat(path); err != nil {
-		if testdb.RequireAll() {
-			t.Fatalf("%s is not installed (npm ci --prefix testdata/npm): %v", name, err)
-		}
-		t.Skipf("%s is not installed (npm ci --prefix testdata/npm)", name)
-	}
+	_, err = os.Stat(path)
+	testdb.Need(t, err, name+" (npm ci --prefix testdata/npm)")
 	return path
 }
 

@@ -62,19 +62,6 @@ func document(t *testing.T) []byte {
 	return b
 }
 
-// need skips t when a tool the check runs is missing, or fails it under
-// AP_TEST_REQUIRE_ALL=1 (.ci/run installs them).
-func need(t *testing.T, err error, what string) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	if testdb.RequireAll() {
-		t.Fatalf("%s is required (AP_TEST_REQUIRE_ALL=1): %v", what, err)
-	}
-	t.Skipf("%s: %v", what, err)
-}
-
 func fromRoot(t *testing.T, rel string) string {
 	t.Helper()
 	abs, err := filepath.Abs(filepath.Join("..", "..", rel))
@@ -150,9 +137,9 @@ func typescriptClient(t *testing.T, doc string) string {
 	t.Helper()
 	modules := fromRoot(t, "testdata/npm/node_modules")
 	_, err := os.Stat(filepath.Join(modules, ".bin", "tsc"))
-	need(t, err, "testdata/npm/node_modules (npm ci --prefix testdata/npm)")
+	testdb.Need(t, err, "testdata/npm/node_modules (npm ci --prefix testdata/npm)")
 	_, err = exec.LookPath("node")
-	need(t, err, "node")
+	testdb.Need(t, err, "node")
 
 	src, err := os.ReadFile(fromRoot(t, "testdata/clients/readme.ts"))
 	require.NoError(t, err)
@@ -187,14 +174,14 @@ func typescriptClient(t *testing.T, doc string) string {
 func goClient(t *testing.T, doc string) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
-	need(t, err, "go")
+	testdb.Need(t, err, "go")
 	dir := t.TempDir()
 	require.NoError(t, os.CopyFS(dir, os.DirFS(fromRoot(t, "testdata/clients/go"))))
 	// The copy's go.mod and go.sum are the committed ones, read-only; a
 	// go.work above must not pull it into another workspace.
 	env := []string{"GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=readonly")}
 	out, err := command(t.Context(), dir, env, goBin, "mod", "download")
-	need(t, err, "the modules of testdata/clients/go (oapi-codegen, its runtime: go -C testdata/clients/go mod download)\n"+string(out))
+	testdb.Need(t, err, "the modules of testdata/clients/go (oapi-codegen, its runtime: go -C testdata/clients/go mod download)\n"+string(out))
 
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "api"), 0o700))
 	out, err = command(t.Context(), dir, env, goBin, "tool", "oapi-codegen", "-generate", "types,client", "-package", "api",

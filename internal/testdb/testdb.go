@@ -45,6 +45,20 @@ func ForEach(t *testing.T, fn func(t *testing.T, d store.Dialect)) {
 // rather than skip.
 func RequireAll() bool { return os.Getenv("AP_TEST_REQUIRE_ALL") == "1" }
 
+// Need skips t when err says something outside the repository is missing
+// (a service, a tool, installed packages), or fails it under
+// AP_TEST_REQUIRE_ALL=1, where a skipped check would pass unseen.
+func Need(t testing.TB, err error, what string) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if RequireAll() {
+		t.Fatalf("%s is required (AP_TEST_REQUIRE_ALL=1): %v", what, err)
+	}
+	t.Skipf("%s: %v", what, err)
+}
+
 // PostgresURL is the server the PostgreSQL tests use.
 func PostgresURL() string {
 	if u := os.Getenv("AP_TEST_DATABASE_URL"); u != "" {
@@ -72,12 +86,7 @@ func RequirePostgres(t testing.TB) {
 		}
 		pgErr = err
 	})
-	if pgErr != nil {
-		if RequireAll() {
-			t.Fatalf("PostgreSQL at %s is required (AP_TEST_REQUIRE_ALL=1): %v", PostgresURL(), pgErr)
-		}
-		t.Skipf("PostgreSQL at %s unreachable: %v", PostgresURL(), pgErr)
-	}
+	Need(t, pgErr, "PostgreSQL at "+PostgresURL())
 }
 
 // URL returns the DSN of a new, empty, private database of dialect d that is

@@ -11,6 +11,7 @@ package webtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -93,10 +94,7 @@ func Chromium(t testing.TB) string {
 			return path
 		}
 	}
-	if testdb.RequireAll() {
-		t.Fatal("no chromium on PATH (apt-get install chromium)")
-	}
-	t.Skip("no chromium on PATH")
+	testdb.Need(t, errors.New("no chromium on PATH"), "chromium (apt-get install chromium)")
 	return ""
 }
 
