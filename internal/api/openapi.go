@@ -465,6 +465,7 @@ func finishDocument(oapi *huma.OpenAPI) error {
 	}
 	formatNumbersAndIds(registry, all)
 	forEachOperation(oapi, documentForGenerators)
+	inlineWebhookBodies(oapi)
 	return mergeAuthenticatorPaths(oapi)
 }
 

@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -99,6 +100,44 @@ func signatureHeaders(idDesc, secret, rotation string) []*huma.Param {
 		header(webhook.HeaderSignature, "`v1,` and the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`, keyed by "+
 			"the bytes of "+secret+" (the base64 after `whsec_`)."+rotation, `^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})*$`),
 	}
+}
+
+// inlineWebhookBodies writes into each webhook the body schema that only
+// webhooks use, in place of its $ref, and drops that component: generators
+// prune the components no path reaches (oapi-codegen v2.8.2 does, yet
+// still emits webhook code naming them, which then does not compile).
+// The schemas the body refers to on are reached from paths and stay.
+func inlineWebhookBodies(oapi *huma.OpenAPI) {
+	registry := oapi.Components.Schemas
+	fromPaths := map[*huma.Schema]bool{}
+	forEachOperation(oapi, func(op *huma.Operation) {
+		for _, p := range op.Parameters {
+			reach(registry, p.Schema, fromPaths)
+		}
+		if op.RequestBody != nil {
+			for _, mt := range op.RequestBody.Content {
+				reach(registry, mt.Schema, fromPaths)
+			}
+		}
+		for _, r := range op.Responses {
+			for _, mt := range r.Content {
+				reach(registry, mt.Schema, fromPaths)
+			}
+		}
+	})
+	forEachWebhook(oapi, func(op *huma.Operation) {
+		for _, mt := range op.RequestBody.Content {
+			if mt.Schema == nil || mt.Schema.Ref == "" {
+				continue
+			}
+			s := registry.SchemaFromRef(mt.Schema.Ref)
+			if s == nil || fromPaths[s] {
+				continue
+			}
+			delete(registry.Map(), strings.TrimPrefix(mt.Schema.Ref, "#/components/schemas/"))
+			mt.Schema = s
+		}
+	})
 }
 
 // forEachWebhook calls fn for each webhook's operation.
