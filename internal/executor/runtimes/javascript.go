@@ -46,12 +46,11 @@ type NoCredentials struct{}
 
 // Call implements Credentials.
 func (NoCredentials) Call(_ context.Context, _, _, method string, args json.RawMessage) (json.RawMessage, error) {
-	var a []any
-	_ = json.Unmarshal(args, &a)
-	provider := ""
-	if len(a) > 0 {
-		provider, _ = a[0].(string)
-	}
+	// The provider is only named in the message: arguments that do not
+	// decode leave it empty rather than change the error.
+	var provider string
+	a, _ := sandbox.ParseArgs(args)
+	_ = a.Decode(0, &provider)
 	return nil, &sandbox.Thrown{Name: string(apperr.CredentialNotFound),
 		Message: fmt.Sprintf("No connection for provider %q: connect an account first", provider)}
 }
@@ -164,19 +163,11 @@ func (j *JavaScript) fields(run *executor.Run) (json.RawMessage, error) {
 	return json.Marshal(f)
 }
 
-// args decodes a call's JSON arguments into dst's elements.
+// args decodes a call's JSON arguments into dst's elements; code sees a
+// bad one as a TypeError.
 func args(raw json.RawMessage, dst ...any) error {
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return &sandbox.Thrown{Name: "TypeError", Message: "bad arguments"}
-	}
-	for i, d := range dst {
-		if i >= len(list) || string(list[i]) == "null" {
-			continue
-		}
-		if err := json.Unmarshal(list[i], d); err != nil {
-			return &sandbox.Thrown{Name: "TypeError", Message: fmt.Sprintf("argument %d: %v", i+1, err)}
-		}
+	if err := sandbox.DecodeArgs(raw, dst...); err != nil {
+		return &sandbox.Thrown{Name: "TypeError", Message: err.Error()}
 	}
 	return nil
 }
@@ -328,6 +319,38 @@ func (j *JavaScript) storageList(run *executor.Run) sandbox.Call {
 	}
 }
 
+// dataArgs are a ctx.data call's arguments: (slug[, id][, data]).
+type dataArgs struct {
+	slug, id string
+	body     json.RawMessage
+}
+
+// Which arguments a ctx.data call takes after the model's slug.
+const (
+	withID = 1 << iota
+	withBody
+)
+
+// dataCall is one ctx.data function: it decodes the slug and the
+// arguments named in takes, runs do, and throws do's error as code sees it.
+func dataCall(takes int, do func(ctx context.Context, a dataArgs) (json.RawMessage, error)) sandbox.Call {
+	return func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+		var a dataArgs
+		dst := []any{&a.slug}
+		if takes&withID != 0 {
+			dst = append(dst, &a.id)
+		}
+		if takes&withBody != 0 {
+			dst = append(dst, &a.body)
+		}
+		if err := args(raw, dst...); err != nil {
+			return nil, err
+		}
+		v, err := do(ctx, a)
+		return v, thrown(err)
+	}
+}
+
 func (j *JavaScript) dataCalls(run *executor.Run) map[string]sandbox.Call {
 	d := j.Data
 	if d == nil {
@@ -335,57 +358,24 @@ func (j *JavaScript) dataCalls(run *executor.Run) map[string]sandbox.Call {
 	}
 	u, app := run.UserID, run.AppID
 	return map[string]sandbox.Call{
-		"data.createModel": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug string
-			var def json.RawMessage
-			if err := args(a, &slug, &def); err != nil {
-				return nil, err
-			}
-			v, err := d.CreateModel(ctx, u, app, slug, def)
-			return v, thrown(err)
-		},
-		"data.list": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug string
-			var q json.RawMessage
-			if err := args(a, &slug, &q); err != nil {
-				return nil, err
-			}
-			v, err := d.List(ctx, u, app, slug, q)
-			return v, thrown(err)
-		},
-		"data.get": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug, id string
-			if err := args(a, &slug, &id); err != nil {
-				return nil, err
-			}
-			v, err := d.Get(ctx, u, app, slug, id)
-			return v, thrown(err)
-		},
-		"data.create": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug string
-			var data json.RawMessage
-			if err := args(a, &slug, &data); err != nil {
-				return nil, err
-			}
-			v, err := d.Create(ctx, u, app, slug, data, u)
-			return v, thrown(err)
-		},
-		"data.update": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug, id string
-			var data json.RawMessage
-			if err := args(a, &slug, &id, &data); err != nil {
-				return nil, err
-			}
-			v, err := d.Update(ctx, u, app, slug, id, data)
-			return v, thrown(err)
-		},
-		"data.delete": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug, id string
-			if err := args(a, &slug, &id); err != nil {
-				return nil, err
-			}
-			return nil, thrown(d.Delete(ctx, u, app, slug, id))
-		},
+		"data.createModel": dataCall(withBody, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return d.CreateModel(ctx, u, app, a.slug, a.body)
+		}),
+		"data.list": dataCall(withBody, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return d.List(ctx, u, app, a.slug, a.body)
+		}),
+		"data.get": dataCall(withID, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return d.Get(ctx, u, app, a.slug, a.id)
+		}),
+		"data.create": dataCall(withBody, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return d.Create(ctx, u, app, a.slug, a.body, u)
+		}),
+		"data.update": dataCall(withID|withBody, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return d.Update(ctx, u, app, a.slug, a.id, a.body)
+		}),
+		"data.delete": dataCall(withID, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return nil, d.Delete(ctx, u, app, a.slug, a.id)
+		}),
 	}
 }
 
