@@ -221,20 +221,23 @@ func (j *JavaScript) calls(run *executor.Run) map[string]sandbox.Call {
 	return c
 }
 
-func checkKey(key string) error {
-	if key == "" || len(key) > maxStorageKey {
-		return &sandbox.Thrown{Name: "ValidationError", Message: fmt.Sprintf("a storage key is 1 to %d bytes", maxStorageKey)}
+// keyArgs decodes a ctx.storage call's arguments, the key first and then
+// rest, and checks the key.
+func keyArgs(a json.RawMessage, rest ...any) (string, error) {
+	var key string
+	if err := args(a, append([]any{&key}, rest...)...); err != nil {
+		return "", err
 	}
-	return nil
+	if key == "" || len(key) > maxStorageKey {
+		return "", &sandbox.Thrown{Name: "ValidationError", Message: fmt.Sprintf("a storage key is 1 to %d bytes", maxStorageKey)}
+	}
+	return key, nil
 }
 
 func (j *JavaScript) storageGet(run *executor.Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-		var key string
-		if err := args(a, &key); err != nil {
-			return nil, err
-		}
-		if err := checkKey(key); err != nil {
+		key, err := keyArgs(a)
+		if err != nil {
 			return nil, err
 		}
 		v, err := j.Store.StorageGet(ctx, run.UserID, run.AppID, key)
@@ -247,12 +250,9 @@ func (j *JavaScript) storageGet(run *executor.Run) sandbox.Call {
 
 func (j *JavaScript) storageSet(run *executor.Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-		var key string
 		var value json.RawMessage
-		if err := args(a, &key, &value); err != nil {
-			return nil, err
-		}
-		if err := checkKey(key); err != nil {
+		key, err := keyArgs(a, &value)
+		if err != nil {
 			return nil, err
 		}
 		if len(value) == 0 {
@@ -262,18 +262,15 @@ func (j *JavaScript) storageSet(run *executor.Run) sandbox.Call {
 			return nil, &sandbox.Thrown{Name: string(apperr.PayloadTooLarge),
 				Message: fmt.Sprintf("a storage value is at most %d bytes of JSON; this one is %d bytes", maxStorageValue, len(value))}
 		}
-		err := j.Store.StorageSet(ctx, run.UserID, run.AppID, key, value, store.Now(), j.Quotas.Storage())
+		err = j.Store.StorageSet(ctx, run.UserID, run.AppID, key, value, store.Now(), j.Quotas.Storage())
 		return nil, thrown(j.Quotas.FromStore(err))
 	}
 }
 
 func (j *JavaScript) storageDelete(run *executor.Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-		var key string
-		if err := args(a, &key); err != nil {
-			return nil, err
-		}
-		if err := checkKey(key); err != nil {
+		key, err := keyArgs(a)
+		if err != nil {
 			return nil, err
 		}
 		return nil, thrown(j.Store.StorageDelete(ctx, run.UserID, run.AppID, key))
