@@ -128,15 +128,12 @@ func (j *JavaScript) Execute(ctx context.Context, run *executor.Run) (*executor.
 		defer j.Slots.Release(run.UserID)
 	}
 	res, err := sandbox.Run(ctx, sandbox.Program{Code: cfg.Code, Input: run.Input, Ctx: fields, Calls: j.calls(run), Limits: j.Limits})
-	out := &executor.Result{LogsTruncated: res.LogsTruncated}
-	for _, l := range res.Logs {
-		out.Logs = append(out.Logs, executor.LogLine{TS: l.TS, Level: l.Level, Message: l.Message})
-	}
 	if err != nil {
-		return out, err
+		// Output the code returned before its context ended is not the
+		// output of a run that failed.
+		res.Output = nil
 	}
-	out.Output = res.Output
-	return out, nil
+	return res, err
 }
 
 // fields are ctx's plain values (DESIGN).
