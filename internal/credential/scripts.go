@@ -3,10 +3,12 @@ package credential
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/sandbox"
 )
 
 // Scripts is the credential service as a custom agent's ctx.credentials
@@ -21,16 +23,14 @@ const maxScriptConnections = 1000
 // errors, thrown to the code with their kind as the error's name.
 func (s Scripts) Call(ctx context.Context, userID, appID, method string, raw json.RawMessage) (json.RawMessage, error) {
 	c := &auth.Caller{UserID: userID, Kind: auth.KindAgentKey, AppID: appID}
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, apperr.Invalid("arguments", "bad arguments")
+	list, err := sandbox.ParseArgs(raw)
+	if err != nil {
+		return nil, apperr.Invalid("arguments", err.Error())
 	}
 	arg := func(i int, dst any) error {
-		if i >= len(list) || string(list[i]) == "null" {
-			return nil
-		}
-		if err := json.Unmarshal(list[i], dst); err != nil {
-			return apperr.Invalid("arguments", fmt.Sprintf("argument %d of %s: %v", i+1, method, err))
+		var bad *sandbox.ArgError
+		if errors.As(list.Decode(i, dst), &bad) {
+			return apperr.Invalid("arguments", fmt.Sprintf("argument %d of %s: %v", bad.Position, method, bad.Err))
 		}
 		return nil
 	}
@@ -44,7 +44,6 @@ func (s Scripts) Call(ctx context.Context, userID, appID, method string, raw jso
 		}
 	}
 	var out any
-	var err error
 	switch method {
 	case "getCredentials":
 		var opts struct {

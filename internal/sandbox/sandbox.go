@@ -24,6 +24,7 @@ import (
 	"modernc.org/quickjs"
 
 	"github.com/agentplatform/agentplatform/internal/cleantext"
+	"github.com/agentplatform/agentplatform/internal/executor"
 )
 
 // Limits of one run.
@@ -75,19 +76,15 @@ type Program struct {
 	Limits Limits
 }
 
-// LogLine is one line the run wrote.
-type LogLine struct {
-	TS      time.Time `json:"ts"`
-	Level   string    `json:"level"`
-	Message string    `json:"message"`
-}
-
-// Result is what a run produced; Logs are kept whether it failed or not.
-type Result struct {
-	Output        json.RawMessage
-	Logs          []LogLine
-	LogsTruncated bool
-}
+// A run's result and log lines are executor's, which says what any run
+// produces: the JavaScript executor hands them on as they are, and the
+// sandbox depends only on that package of plain types, not on a runtime.
+type (
+	// LogLine is one line the run wrote.
+	LogLine = executor.LogLine
+	// Result is what a run produced; Logs are kept whether it failed or not.
+	Result = executor.Result
+)
 
 // Errors of a run, besides the script's own exceptions (*ScriptError).
 var (

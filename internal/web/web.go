@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -229,6 +230,22 @@ var funcs = template.FuncMap{
 	// tab is the argument of the "appnav" template: the app and which of
 	// its pages is open.
 	"tab": func(app any, current string) map[string]any { return map[string]any{"App": app, "Current": current} },
+	// args names a shared template's arguments: args "Key" value "Key2"
+	// value2 …, as a template takes one.
+	"args": func(kv ...any) (map[string]any, error) {
+		if len(kv)%2 != 0 {
+			return nil, errors.New("args: a key without a value")
+		}
+		m := make(map[string]any, len(kv)/2)
+		for i := 0; i < len(kv); i += 2 {
+			k, ok := kv[i].(string)
+			if !ok {
+				return nil, fmt.Errorf("args: key %v is not a string", kv[i])
+			}
+			m[k] = kv[i+1]
+		}
+		return m, nil
+	},
 	// iso and utc render a timestamp: the machine-readable datetime of a
 	// <time> element (app.js shows it in the reader's time zone) and the
 	// text shown until then, or without JavaScript.

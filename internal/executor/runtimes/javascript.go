@@ -46,12 +46,11 @@ type NoCredentials struct{}
 
 // Call implements Credentials.
 func (NoCredentials) Call(_ context.Context, _, _, method string, args json.RawMessage) (json.RawMessage, error) {
-	var a []any
-	_ = json.Unmarshal(args, &a)
-	provider := ""
-	if len(a) > 0 {
-		provider, _ = a[0].(string)
-	}
+	// The provider is only named in the message: arguments that do not
+	// decode leave it empty rather than change the error.
+	var provider string
+	a, _ := sandbox.ParseArgs(args)
+	_ = a.Decode(0, &provider)
 	return nil, &sandbox.Thrown{Name: string(apperr.CredentialNotFound),
 		Message: fmt.Sprintf("No connection for provider %q: connect an account first", provider)}
 }
@@ -129,15 +128,12 @@ func (j *JavaScript) Execute(ctx context.Context, run *executor.Run) (*executor.
 		defer j.Slots.Release(run.UserID)
 	}
 	res, err := sandbox.Run(ctx, sandbox.Program{Code: cfg.Code, Input: run.Input, Ctx: fields, Calls: j.calls(run), Limits: j.Limits})
-	out := &executor.Result{LogsTruncated: res.LogsTruncated}
-	for _, l := range res.Logs {
-		out.Logs = append(out.Logs, executor.LogLine{TS: l.TS, Level: l.Level, Message: l.Message})
-	}
 	if err != nil {
-		return out, err
+		// Output the code returned before its context ended is not the
+		// output of a run that failed.
+		res.Output = nil
 	}
-	out.Output = res.Output
-	return out, nil
+	return res, err
 }
 
 // fields are ctx's plain values (DESIGN).
@@ -164,19 +160,11 @@ func (j *JavaScript) fields(run *executor.Run) (json.RawMessage, error) {
 	return json.Marshal(f)
 }
 
-// args decodes a call's JSON arguments into dst's elements.
+// args decodes a call's JSON arguments into dst's elements; code sees a
+// bad one as a TypeError.
 func args(raw json.RawMessage, dst ...any) error {
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return &sandbox.Thrown{Name: "TypeError", Message: "bad arguments"}
-	}
-	for i, d := range dst {
-		if i >= len(list) || string(list[i]) == "null" {
-			continue
-		}
-		if err := json.Unmarshal(list[i], d); err != nil {
-			return &sandbox.Thrown{Name: "TypeError", Message: fmt.Sprintf("argument %d: %v", i+1, err)}
-		}
+	if err := sandbox.DecodeArgs(raw, dst...); err != nil {
+		return &sandbox.Thrown{Name: "TypeError", Message: err.Error()}
 	}
 	return nil
 }
@@ -230,20 +218,23 @@ func (j *JavaScript) calls(run *executor.Run) map[string]sandbox.Call {
 	return c
 }
 
-func checkKey(key string) error {
-	if key == "" || len(key) > maxStorageKey {
-		return &sandbox.Thrown{Name: "ValidationError", Message: fmt.Sprintf("a storage key is 1 to %d bytes", maxStorageKey)}
+// keyArgs decodes a ctx.storage call's arguments, the key first and then
+// rest, and checks the key.
+func keyArgs(a json.RawMessage, rest ...any) (string, error) {
+	var key string
+	if err := args(a, append([]any{&key}, rest...)...); err != nil {
+		return "", err
 	}
-	return nil
+	if key == "" || len(key) > maxStorageKey {
+		return "", &sandbox.Thrown{Name: "ValidationError", Message: fmt.Sprintf("a storage key is 1 to %d bytes", maxStorageKey)}
+	}
+	return key, nil
 }
 
 func (j *JavaScript) storageGet(run *executor.Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-		var key string
-		if err := args(a, &key); err != nil {
-			return nil, err
-		}
-		if err := checkKey(key); err != nil {
+		key, err := keyArgs(a)
+		if err != nil {
 			return nil, err
 		}
 		v, err := j.Store.StorageGet(ctx, run.UserID, run.AppID, key)
@@ -256,12 +247,9 @@ func (j *JavaScript) storageGet(run *executor.Run) sandbox.Call {
 
 func (j *JavaScript) storageSet(run *executor.Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-		var key string
 		var value json.RawMessage
-		if err := args(a, &key, &value); err != nil {
-			return nil, err
-		}
-		if err := checkKey(key); err != nil {
+		key, err := keyArgs(a, &value)
+		if err != nil {
 			return nil, err
 		}
 		if len(value) == 0 {
@@ -271,18 +259,15 @@ func (j *JavaScript) storageSet(run *executor.Run) sandbox.Call {
 			return nil, &sandbox.Thrown{Name: string(apperr.PayloadTooLarge),
 				Message: fmt.Sprintf("a storage value is at most %d bytes of JSON; this one is %d bytes", maxStorageValue, len(value))}
 		}
-		err := j.Store.StorageSet(ctx, run.UserID, run.AppID, key, value, store.Now(), j.Quotas.Storage())
+		err = j.Store.StorageSet(ctx, run.UserID, run.AppID, key, value, store.Now(), j.Quotas.Storage())
 		return nil, thrown(j.Quotas.FromStore(err))
 	}
 }
 
 func (j *JavaScript) storageDelete(run *executor.Run) sandbox.Call {
 	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-		var key string
-		if err := args(a, &key); err != nil {
-			return nil, err
-		}
-		if err := checkKey(key); err != nil {
+		key, err := keyArgs(a)
+		if err != nil {
 			return nil, err
 		}
 		return nil, thrown(j.Store.StorageDelete(ctx, run.UserID, run.AppID, key))
@@ -328,6 +313,38 @@ func (j *JavaScript) storageList(run *executor.Run) sandbox.Call {
 	}
 }
 
+// dataArgs are a ctx.data call's arguments: (slug[, id][, data]).
+type dataArgs struct {
+	slug, id string
+	body     json.RawMessage
+}
+
+// Which arguments a ctx.data call takes after the model's slug.
+const (
+	withID = 1 << iota
+	withBody
+)
+
+// dataCall is one ctx.data function: it decodes the slug and the
+// arguments named in takes, runs do, and throws do's error as code sees it.
+func dataCall(takes int, do func(ctx context.Context, a dataArgs) (json.RawMessage, error)) sandbox.Call {
+	return func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+		var a dataArgs
+		dst := []any{&a.slug}
+		if takes&withID != 0 {
+			dst = append(dst, &a.id)
+		}
+		if takes&withBody != 0 {
+			dst = append(dst, &a.body)
+		}
+		if err := args(raw, dst...); err != nil {
+			return nil, err
+		}
+		v, err := do(ctx, a)
+		return v, thrown(err)
+	}
+}
+
 func (j *JavaScript) dataCalls(run *executor.Run) map[string]sandbox.Call {
 	d := j.Data
 	if d == nil {
@@ -335,57 +352,24 @@ func (j *JavaScript) dataCalls(run *executor.Run) map[string]sandbox.Call {
 	}
 	u, app := run.UserID, run.AppID
 	return map[string]sandbox.Call{
-		"data.createModel": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug string
-			var def json.RawMessage
-			if err := args(a, &slug, &def); err != nil {
-				return nil, err
-			}
-			v, err := d.CreateModel(ctx, u, app, slug, def)
-			return v, thrown(err)
-		},
-		"data.list": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug string
-			var q json.RawMessage
-			if err := args(a, &slug, &q); err != nil {
-				return nil, err
-			}
-			v, err := d.List(ctx, u, app, slug, q)
-			return v, thrown(err)
-		},
-		"data.get": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug, id string
-			if err := args(a, &slug, &id); err != nil {
-				return nil, err
-			}
-			v, err := d.Get(ctx, u, app, slug, id)
-			return v, thrown(err)
-		},
-		"data.create": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug string
-			var data json.RawMessage
-			if err := args(a, &slug, &data); err != nil {
-				return nil, err
-			}
-			v, err := d.Create(ctx, u, app, slug, data, u)
-			return v, thrown(err)
-		},
-		"data.update": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug, id string
-			var data json.RawMessage
-			if err := args(a, &slug, &id, &data); err != nil {
-				return nil, err
-			}
-			v, err := d.Update(ctx, u, app, slug, id, data)
-			return v, thrown(err)
-		},
-		"data.delete": func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
-			var slug, id string
-			if err := args(a, &slug, &id); err != nil {
-				return nil, err
-			}
-			return nil, thrown(d.Delete(ctx, u, app, slug, id))
-		},
+		"data.createModel": dataCall(withBody, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return d.CreateModel(ctx, u, app, a.slug, a.body)
+		}),
+		"data.list": dataCall(withBody, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return d.List(ctx, u, app, a.slug, a.body)
+		}),
+		"data.get": dataCall(withID, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return d.Get(ctx, u, app, a.slug, a.id)
+		}),
+		"data.create": dataCall(withBody, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return d.Create(ctx, u, app, a.slug, a.body, u)
+		}),
+		"data.update": dataCall(withID|withBody, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return d.Update(ctx, u, app, a.slug, a.id, a.body)
+		}),
+		"data.delete": dataCall(withID, func(ctx context.Context, a dataArgs) (json.RawMessage, error) {
+			return nil, d.Delete(ctx, u, app, a.slug, a.id)
+		}),
 	}
 }
 
