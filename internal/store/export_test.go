@@ -2,10 +2,7 @@ package store
 
 import (
 	"context"
-	"log/slog"
 	"time"
-
-	"github.com/riverqueue/river/rivermigrate"
 )
 
 // QueuedTxs is how many transactions wait for the SQLite committer.
@@ -53,9 +50,3 @@ func (s *Store) JSONValue(v any, compare string) any { return s.d.jsonValue(v, c
 
 // TS is t as the dialect stores it.
 func (s *Store) TS(t time.Time) any { return s.ts(t) }
-
-// MigrateRiverTo migrates like Migrate but stops River's migrations at
-// version, to build a database as an older River left it.
-func (s *Store) MigrateRiverTo(ctx context.Context, log *slog.Logger, version int) error {
-	return s.migrate(ctx, log, &rivermigrate.MigrateOpts{TargetVersion: version})
-}

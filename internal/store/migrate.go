@@ -35,14 +35,6 @@ func (s *Store) RiverDriver() riverdriver.Driver[*sql.Tx] {
 // Migrate brings the platform's schema and River's up to date. It refuses a
 // database whose schema is newer than this binary knows.
 func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
-	return s.migrate(ctx, log, nil)
-}
-
-// migrate applies the platform's migrations, then River's up to
-// river.TargetVersion (nil: all). River records which of its migrations a
-// database has, so one made by an older River is brought up from where
-// that River left it.
-func (s *Store) migrate(ctx context.Context, log *slog.Logger, river *rivermigrate.MigrateOpts) error {
 	unlock, err := s.d.lockMigrations(ctx, s.write)
 	if err != nil {
 		return err
@@ -73,7 +65,7 @@ func (s *Store) migrate(ctx context.Context, log *slog.Logger, river *rivermigra
 	if err != nil {
 		return err
 	}
-	res, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, river)
+	res, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
 	if err != nil {
 		return fmt.Errorf("store: migrate river: %w", err)
 	}
