@@ -408,21 +408,7 @@ func finishDocument(oapi *huma.OpenAPI) error {
 	applyKnownShapes(registry)
 
 	inRequest, inResponse := map[*huma.Schema]bool{}, map[*huma.Schema]bool{}
-	forEachOperation(oapi, func(op *huma.Operation) {
-		for _, p := range op.Parameters {
-			reach(registry, p.Schema, inRequest)
-		}
-		if op.RequestBody != nil {
-			for _, mt := range op.RequestBody.Content {
-				reach(registry, mt.Schema, inRequest)
-			}
-		}
-		for _, r := range op.Responses {
-			for _, mt := range r.Content {
-				reach(registry, mt.Schema, inResponse)
-			}
-		}
-	})
+	reachFromPaths(oapi, inRequest, inResponse)
 	forEachWebhook(oapi, func(op *huma.Operation) {
 		// The platform writes these bodies: they are closed as answers are.
 		for _, mt := range op.RequestBody.Content {
@@ -599,6 +585,27 @@ func isEmptySchema(v any) bool {
 }
 
 // reach adds s and every schema it leads to (through $ref too) to seen.
+// reachFromPaths marks in inRequest what the paths' parameters and request
+// bodies reach, and in inResponse what their answers reach.
+func reachFromPaths(oapi *huma.OpenAPI, inRequest, inResponse map[*huma.Schema]bool) {
+	registry := oapi.Components.Schemas
+	forEachOperation(oapi, func(op *huma.Operation) {
+		for _, p := range op.Parameters {
+			reach(registry, p.Schema, inRequest)
+		}
+		if op.RequestBody != nil {
+			for _, mt := range op.RequestBody.Content {
+				reach(registry, mt.Schema, inRequest)
+			}
+		}
+		for _, r := range op.Responses {
+			for _, mt := range r.Content {
+				reach(registry, mt.Schema, inResponse)
+			}
+		}
+	})
+}
+
 func reach(registry huma.Registry, s *huma.Schema, seen map[*huma.Schema]bool) {
 	if s == nil {
 		return

@@ -106,25 +106,11 @@ func signatureHeaders(idDesc, secret, rotation string) []*huma.Param {
 // webhooks use, in place of its $ref, and drops that component: generators
 // prune the components no path reaches (oapi-codegen v2.8.2 does, yet
 // still emits webhook code naming them, which then does not compile).
-// The schemas the body refers to on are reached from paths and stay.
+// The components such a body refers to are reached from paths, and stay.
 func inlineWebhookBodies(oapi *huma.OpenAPI) {
 	registry := oapi.Components.Schemas
 	fromPaths := map[*huma.Schema]bool{}
-	forEachOperation(oapi, func(op *huma.Operation) {
-		for _, p := range op.Parameters {
-			reach(registry, p.Schema, fromPaths)
-		}
-		if op.RequestBody != nil {
-			for _, mt := range op.RequestBody.Content {
-				reach(registry, mt.Schema, fromPaths)
-			}
-		}
-		for _, r := range op.Responses {
-			for _, mt := range r.Content {
-				reach(registry, mt.Schema, fromPaths)
-			}
-		}
-	})
+	reachFromPaths(oapi, fromPaths, fromPaths)
 	forEachWebhook(oapi, func(op *huma.Operation) {
 		for _, mt := range op.RequestBody.Content {
 			if mt.Schema == nil || mt.Schema.Ref == "" {
