@@ -665,24 +665,7 @@ func TestListAppFilterOfAnotherApp(t *testing.T) {
 
 		routes := []string{"/api/v1/activations", "/api/v1/functions", "/api/v1/pipelines", "/api/v1/credentials",
 			"/api/v1/oauth/authenticators", "/api/v1/ws"}
-		doc := e.do("GET", "/api/v1/openapi.json", nil).expect(t, 200)
-		var spec struct {
-			Paths map[string]map[string]struct {
-				Parameters []struct{ Name, In string } `json:"parameters"`
-				Responses  map[string]json.RawMessage  `json:"responses"`
-			} `json:"paths"`
-		}
-		require.NoError(t, json.Unmarshal(doc.Body, &spec))
-		for path, ops := range spec.Paths {
-			for _, p := range ops["get"].Parameters {
-				if p.In == "query" && p.Name == "app_id" {
-					require.Contains(t, routes, path, "%s filters by app_id and has no row here", path)
-				}
-			}
-		}
-		for _, route := range routes {
-			require.Contains(t, spec.Paths[route]["get"].Responses, "404", "%s documents its 404", route)
-		}
+		requireFilterRoutes(t, e, "app_id", routes)
 
 		for _, route := range routes {
 			for _, c := range []struct {
@@ -714,6 +697,31 @@ func TestListAppFilterOfAnotherApp(t *testing.T) {
 	})
 }
 
+// requireFilterRoutes fails unless routes are exactly the GETs the document
+// gives the query filter param, each documenting its 404: a new list route
+// with the filter cannot escape the test that calls it.
+func requireFilterRoutes(t *testing.T, e *env, param string, routes []string) {
+	t.Helper()
+	doc := e.do("GET", "/api/v1/openapi.json", nil).expect(t, 200)
+	var spec struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct{ Name, In string } `json:"parameters"`
+			Responses  map[string]json.RawMessage  `json:"responses"`
+		} `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(doc.Body, &spec))
+	for path, ops := range spec.Paths {
+		for _, p := range ops["get"].Parameters {
+			if p.In == "query" && p.Name == param {
+				require.Contains(t, routes, path, "%s filters by %s and has no row here", path, param)
+			}
+		}
+	}
+	for _, route := range routes {
+		require.Contains(t, spec.Paths[route]["get"].Responses, "404", "%s documents its 404", route)
+	}
+}
+
 // TestListAgentFilterOfAnotherAgent: every list that takes an agent_id
 // filter answers 404 for an agent that is not the caller's (another
 // user's, none, not an id), as its app_id filter does, instead of an
@@ -728,24 +736,7 @@ func TestListAgentFilterOfAnotherAgent(t *testing.T) {
 		mine, theirs := e.llmAgent(tok, nil, 0), e.llmAgent(other, nil, 0)
 
 		routes := []string{"/api/v1/activations", "/api/v1/apps/{app_id}/activations"}
-		doc := e.do("GET", "/api/v1/openapi.json", nil).expect(t, 200)
-		var spec struct {
-			Paths map[string]map[string]struct {
-				Parameters []struct{ Name, In string } `json:"parameters"`
-				Responses  map[string]json.RawMessage  `json:"responses"`
-			} `json:"paths"`
-		}
-		require.NoError(t, json.Unmarshal(doc.Body, &spec))
-		for path, ops := range spec.Paths {
-			for _, p := range ops["get"].Parameters {
-				if p.In == "query" && p.Name == "agent_id" {
-					require.Contains(t, routes, path, "%s filters by agent_id and has no row here", path)
-				}
-			}
-		}
-		for _, route := range routes {
-			require.Contains(t, spec.Paths[route]["get"].Responses, "404", "%s documents its 404", route)
-		}
+		requireFilterRoutes(t, e, "agent_id", routes)
 
 		for _, route := range routes {
 			route = strings.ReplaceAll(route, "{app_id}", mine.appID)
