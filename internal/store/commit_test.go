@@ -275,8 +275,8 @@ func TestExclusive(t *testing.T) {
 func TestSharedCommitSurvivesCancelledRegistration(t *testing.T) {
 	ctx := context.Background()
 	s := testdb.Open(t, store.SQLite)
-	require.NoError(t, s.ExecOnWriter(ctx, `CREATE TEMP TABLE filler AS
-		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 150) SELECT i FROM n`))
+	require.NoError(t, s.ExecOnWriter(ctx, fmt.Sprintf(`CREATE TEMP TABLE filler AS
+		WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d) SELECT i FROM n`, slowVictimRows)))
 	require.NoError(t, s.ExecOnWriter(ctx, `CREATE TEMP TRIGGER slow_victim AFTER INSERT ON main.users
 		WHEN NEW.email = 'victim@x.io' BEGIN SELECT count(*) FROM temp.filler a, temp.filler b; END`))
 	wait, release := holdCommitter(t, s)
