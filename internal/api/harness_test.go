@@ -47,7 +47,7 @@ func newEnv(t testing.TB, d store.Dialect, vars map[string]string) *env {
 // passwords, whatever opts sets besides).
 func newEnvWith(t testing.TB, d store.Dialect, vars map[string]string, opts server.Options) *env {
 	t.Helper()
-	all := map[string]string{"AP_DATA_DIR": t.TempDir(), "AP_DATABASE_URL": testdb.URL(t, d), "AP_RATE_LIMIT": "100000",
+	all := map[string]string{"AP_DATA_DIR": t.TempDir(), "AP_DATABASE_URL": testdb.Migrated(t, d), "AP_RATE_LIMIT": "100000",
 		"AP_EGRESS_ALLOW": egresstest.Allow}
 	for k, v := range vars {
 		all[k] = v

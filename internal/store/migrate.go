@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -104,4 +106,40 @@ func latestVersion(p *goose.Provider) int64 {
 		v = max(v, src.Version)
 	}
 	return v
+}
+
+// SchemaFingerprint names the schema Migrate builds on dialect d: a hash
+// of every migration it would apply, the platform's and River's. Two
+// binaries with the same fingerprint build the same database, so tests
+// migrate one template per fingerprint and copy it (testdb.Migrated).
+func SchemaFingerprint(d Dialect) (string, error) {
+	var impl dialect = sqliteDialect{}
+	if d == Postgres {
+		impl = postgresDialect{}
+	}
+	h := sha256.New()
+	dir, _ := impl.migrations()
+	err := fs.WalkDir(migrations, dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := migrations.ReadFile(path)
+		fmt.Fprintf(h, "%s %d\n", path, len(b))
+		h.Write(b)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	// River's migrator only lists its embedded SQL here: no database is
+	// reached through the nil handle.
+	migrator, err := rivermigrate.New(impl.riverDriver(nil), &rivermigrate.Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return "", err
+	}
+	for _, m := range migrator.AllVersions() {
+		fmt.Fprintf(h, "river %d %d\n", m.Version, len(m.SQLUp))
+		io.WriteString(h, m.SQLUp)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -122,18 +122,16 @@ func URL(t testing.TB, d store.Dialect) string {
 	return u.String()
 }
 
-// Open returns a migrated store of dialect d, closed when t ends.
+// Open returns a migrated store of dialect d (a copy of the template,
+// Migrated), closed when t ends.
 func Open(t testing.TB, d store.Dialect) *store.Store {
 	t.Helper()
 	ctx := context.Background()
-	s, err := store.Open(ctx, URL(t, d))
+	s, err := store.Open(ctx, Migrated(t, d))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx, Logger()); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
 	return s
 }
 

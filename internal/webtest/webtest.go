@@ -58,7 +58,7 @@ func Start(t testing.TB, d store.Dialect, vars map[string]string) *Env {
 	// the platform stops, as Close is idempotent.)
 	hs := httptest.NewUnstartedServer(nil)
 	t.Cleanup(hs.Close)
-	all := map[string]string{"AP_DATA_DIR": t.TempDir(), "AP_DATABASE_URL": testdb.URL(t, d), "AP_RATE_LIMIT": "100000",
+	all := map[string]string{"AP_DATA_DIR": t.TempDir(), "AP_DATABASE_URL": testdb.Migrated(t, d), "AP_RATE_LIMIT": "100000",
 		"AP_PUBLIC_URL": "http://" + hs.Listener.Addr().String()}
 	for k, v := range vars {
 		all[k] = v
