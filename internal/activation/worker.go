@@ -299,10 +299,12 @@ func (s *Service) endedTx(ctx context.Context, tx *store.Store, a *store.Activat
 		typ = events.ActivationFailed
 	}
 	ev := s.event(typ, a)
-	if err := s.webhookTx(ctx, tx, a, agent, ev); err != nil {
+	// Recorded first: that hands out the event's seq, which the webhook
+	// carries as the socket and the stream do.
+	if err := s.Events.Record(ctx, tx, &ev); err != nil {
 		return err
 	}
-	if err := s.Events.Record(ctx, tx, &ev); err != nil {
+	if err := s.webhookTx(ctx, tx, a, agent, ev); err != nil {
 		return err
 	}
 	tx.AfterCommit(func() { s.Metrics.ActivationEnded(a.Status, a.DurationMS) })

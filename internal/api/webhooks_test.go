@@ -111,6 +111,7 @@ func TestActivationEventsReachSocketAndWebhook(t *testing.T) {
 		require.NoError(t, json.Unmarshal(body, &ev))
 		require.Equal(t, "activation_completed", ev["type"])
 		require.Equal(t, id, ev["activation_id"])
+		require.Equal(t, last, ev["seq"], "the webhook carries the event's seq, as the socket did")
 
 		deadline := time.Now().Add(10 * time.Second)
 		for {
