@@ -222,9 +222,9 @@ func Register[I, O any](api huma.API, op huma.Operation, rule auth.Rule, h func(
 	}
 }
 
-// authenticate is the huma middleware every operation passes: it resolves
-// the caller, applies the route's rule and a bound key's app, and puts the
-// caller in the context.
+// authenticate is the huma middleware every operation passes (the SSE
+// stream included): it applies the route's rule (auth.Check) and a bound
+// key's app, and puts the caller in the context.
 func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 	op := hctx.Operation()
 	rule, _ := op.Metadata[ruleKey].(auth.Rule)
@@ -235,18 +235,10 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 	}
 
 	// The router's middleware resolved the credential (auth.Identify);
-	// the rule is this route's.
-	id := auth.IdentityFrom(ctx)
-	caller, authErr := id.Caller, id.Err
-	if authErr != nil {
-		caller = nil
-	}
-	// The rate was spent before routing (API.limit).
-	if authErr != nil && !rule.Public {
-		fail(authErr)
-		return
-	}
-	if err := auth.Allow(caller, rule, op.Method); err != nil {
+	// the rate was spent before routing (API.limit). The rule is this
+	// route's.
+	caller, err := auth.Check(auth.IdentityFrom(ctx), rule, op.Method)
+	if err != nil {
 		fail(err)
 		return
 	}
