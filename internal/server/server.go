@@ -32,6 +32,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/lifecycle"
+	"github.com/agentplatform/agentplatform/internal/limits"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/pipeline"
@@ -233,7 +234,10 @@ func (s *Server) build(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.handler = router.New(router.Deps{Mux: mux, Auth: s.Auth, API: s.API, Pages: pages, Production: s.Config.Production()})
+		s.handler, err = router.New(router.Deps{Config: s.Config, Log: s.Log, Metrics: s.Metrics, Mux: mux, Auth: s.Auth, API: s.API, Pages: pages})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -421,9 +425,9 @@ func (h *httpServer) Start(context.Context) error {
 		ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(h.base) },
 
-		// Above api.MaxHeaderBytes, so that an oversized head reaches
-		// the API and gets the JSON 431 rather than net/http's text.
-		MaxHeaderBytes: api.ServerMaxHeaderBytes,
+		// Above limits.HeaderBytes, so that an oversized head reaches
+		// the router and gets the JSON 431 rather than net/http's text.
+		MaxHeaderBytes: limits.ServerHeaderBytes,
 	}
 	// SSE streams are requests Shutdown would wait for: end them, their
 	// clients reconnect with Last-Event-ID.
