@@ -1,13 +1,14 @@
-// Package router is the front door: the process's one HTTP handler. The
-// JSON API (internal/api) and the web pages (internal/web) register their routes side by side on one ServeMux (so
-// Go's mux checks the whole route table for conflicts), and every request
-// passes the same layers, whichever serves it: request id, scoped logger
-// and client address (internal/request), logs, metrics and panic recovery,
-// nosniff (and HSTS in production), CORS, head and body limits, CSRF for
-// cookie requests, the input checks, then one identity middleware that
-// resolves the caller and puts it in the context (auth.Identity), then the
-// per-caller rate limit, before any routing: a path no route has pays like
-// any other.
+// Package router is the front door: the process's one HTTP handler and the
+// http.Server that serves it (NewServer). The JSON API (internal/api) and
+// the web pages (internal/web) register their routes side by side on one
+// ServeMux (so Go's mux checks the whole route table for conflicts), and
+// every request passes the same layers, whichever serves it: request id,
+// scoped logger and client address (internal/request), logs, metrics and
+// panic recovery, nosniff (and HSTS in production), CORS, head and body
+// limits, CSRF for cookie requests, the input checks, then one identity
+// middleware that resolves the caller and puts it in the context
+// (auth.Identity), then the per-caller rate limit, before any routing: a
+// path no route has pays like any other.
 //
 // What a route requires of that caller stays with the route, checked by
 // auth.Check: the API's rules (api.Register, the WebSocket) and the pages'
