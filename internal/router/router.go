@@ -13,6 +13,10 @@
 // What a route requires of that caller stays with the route, checked by
 // auth.Check: the API's rules (api.Register, the WebSocket) and the pages'
 // session by cookie (internal/web).
+//
+// The front door's own refusals (and paths no route has) answer in the
+// asker's language (refuse): the API's JSON error body under /api/ and for
+// clients that accept JSON, an HTML page for a browser anywhere else.
 package router
 
 import (
@@ -27,9 +31,12 @@ import (
 	"github.com/agentplatform/agentplatform/internal/ratelimit"
 )
 
-// Pages is the web UI as the router sees it: routes to register.
+// Pages is the web UI as the router sees it: routes to register, and the
+// page that tells a browser why its request was refused.
 type Pages interface {
 	Register(mux *http.ServeMux)
+	// ErrorPage answers r with an HTML page saying status and detail.
+	ErrorPage(w http.ResponseWriter, r *http.Request, status int, detail string)
 }
 
 // Deps are what the router puts together. API must have been built on Mux
@@ -41,7 +48,8 @@ type Deps struct {
 	Mux     *http.ServeMux
 	Auth    *auth.Service
 	API     *api.API
-	Pages   Pages
+	// Pages may be nil (no web UI): every refusal is then JSON.
+	Pages Pages
 }
 
 // Router is the handler of every request.
