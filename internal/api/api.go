@@ -9,7 +9,6 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -77,9 +76,10 @@ type Deps struct {
 	Mux *http.ServeMux
 }
 
-// API is the JSON API: its routes on the process's mux, the request layers
-// every request passes (Layers), and the huma API (for the OpenAPI document
-// and for tests that add operations). internal/router puts them together.
+// API is the JSON API: its routes on the process's mux and the huma API
+// (for the OpenAPI document and for tests that add operations). The layers
+// every request passes, and the rate spent before routing, are the front
+// door's (internal/router).
 type API struct {
 	Deps
 	log     *slog.Logger
@@ -89,8 +89,6 @@ type API struct {
 	// queryToken matches the routes that take their credential from
 	// ?token= (queryTokenRoutes).
 	queryToken *http.ServeMux
-	cop        *http.CrossOriginProtection
-	rate       *ratelimit.Limiter
 	// unlimited are the patterns of the routes exempt from rate (unlimited).
 	unlimited map[string]bool
 	logins    *ratelimit.Window
@@ -102,7 +100,7 @@ type API struct {
 
 // New builds the API with every route of routes.go.
 func New(d Deps) (*API, error) {
-	a := &API{Deps: d, log: d.Log, metrics: d.Metrics, mux: d.Mux, cop: http.NewCrossOriginProtection(), queryToken: http.NewServeMux(),
+	a := &API{Deps: d, log: d.Log, metrics: d.Metrics, mux: d.Mux, queryToken: http.NewServeMux(),
 		unlimited: map[string]bool{}}
 	if a.mux == nil {
 		a.mux = http.NewServeMux()
@@ -111,13 +109,6 @@ func New(d Deps) (*API, error) {
 		a.queryToken.Handle(pattern, http.NotFoundHandler())
 	}
 	a.streamsCtx, a.endStreams = context.WithCancel(context.Background())
-	if u, err := url.Parse(d.Config.PublicURL); err == nil && u.Host != "" {
-		// Behind a proxy the Host header may differ from the public origin.
-		if err := a.cop.AddTrustedOrigin(u.Scheme + "://" + u.Host); err != nil {
-			return nil, err
-		}
-	}
-	a.rate = ratelimit.PerMinute(d.Config.RateLimit, min(100, d.Config.RateLimit))
 	a.logins = ratelimit.NewWindow(d.Config.LoginFailureLimit, time.Minute)
 
 	cfg := huma.DefaultConfig("Agent Platform API", version.Version)
@@ -143,19 +134,9 @@ func New(d Deps) (*API, error) {
 	return a, nil
 }
 
-// Layers wraps next in what every request of the process passes before it
-// is routed, pages included: request id, logs and metrics, panic recovery,
-// CORS, head and body limits, CSRF for cookie requests, and the input
-// checks. Their refusals are the API's error bodies.
-func (a *API) Layers(next http.Handler) http.Handler {
-	return a.observe(a.cors(limitHeaders(limitBody(a.csrf(a.cleanInput(next))))))
-}
-
-// Routes serves the mux: the API's routes and whatever else is registered
-// on it (the pages), each request after it spent the caller's rate
-// (limit). A path no route has gets the API's JSON 404 or 405. It expects
-// the router's identity middleware in front.
-func (a *API) Routes() http.Handler { return http.HandlerFunc(a.route) }
+// Unlimited reports whether the route of pattern is exempt from the
+// per-caller rate limit the router spends before routing (unlimited).
+func (a *API) Unlimited(pattern string) bool { return a.unlimited[pattern] }
 
 // queryTokenRoutes take their credential from ?token= too: EventSource and
 // a browser's WebSocket cannot set headers. Nowhere else is a token read
@@ -213,7 +194,7 @@ func Register[I, O any](api huma.API, op huma.Operation, rule auth.Rule, h func(
 	if op.MaxBodyBytes == 0 {
 		op.MaxBodyBytes = MaxBodyBytes
 	}
-	// The body is read under limitBody's deadline, lifted once read;
+	// The body is read under the router's deadline, lifted once read;
 	// huma's would stay and cut the operation (and the connection) at 5 s.
 	op.BodyReadTimeout = -1
 	huma.Register(api, op, h)
@@ -222,9 +203,9 @@ func Register[I, O any](api huma.API, op huma.Operation, rule auth.Rule, h func(
 	}
 }
 
-// authenticate is the huma middleware every operation passes: it resolves
-// the caller, applies the route's rule and a bound key's app, and puts the
-// caller in the context.
+// authenticate is the huma middleware every operation passes (the SSE
+// stream included): it applies the route's rule (auth.Check) and a bound
+// key's app, and puts the caller in the context.
 func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 	op := hctx.Operation()
 	rule, _ := op.Metadata[ruleKey].(auth.Rule)
@@ -234,19 +215,10 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 		_ = huma.WriteErr(a.huma, hctx, body.StatusCode, body.Detail, body)
 	}
 
-	// The router's middleware resolved the credential (auth.Identify);
-	// the rule is this route's.
-	id := auth.IdentityFrom(ctx)
-	caller, authErr := id.Caller, id.Err
-	if authErr != nil {
-		caller = nil
-	}
-	// The rate was spent before routing (API.limit).
-	if authErr != nil && !rule.Public {
-		fail(authErr)
-		return
-	}
-	if err := auth.Allow(caller, rule, op.Method); err != nil {
+	// The router resolved the credential (auth.Identify) and spent the
+	// rate; the rule is this route's.
+	caller, err := auth.Check(auth.IdentityFrom(ctx), rule, op.Method)
+	if err != nil {
 		fail(err)
 		return
 	}
@@ -264,16 +236,6 @@ func (a *API) authenticate(hctx huma.Context, next func(huma.Context)) {
 		hctx = huma.WithContext(hctx, ctx)
 	}
 	next(hctx)
-}
-
-// rateKey is whose budget a request spends: the user's, whichever of
-// their keys or sessions they use (more keys must not mean more rate), or
-// the client address's when nobody is authenticated.
-func rateKey(caller *auth.Caller, ip string) string {
-	if caller == nil {
-		return "ip:" + ip
-	}
-	return "user:" + caller.UserID
 }
 
 // mustCaller is the caller of an authenticated route (the middleware put it

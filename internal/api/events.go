@@ -19,18 +19,15 @@ import (
 // eventsSocket is GET /api/v1/ws: a plain net/http route, since a
 // WebSocket is not a request/response operation huma can describe.
 func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
-	// The router's middleware resolved the credential (?token= included,
-	// see queryTokenRoutes).
+	// The router resolved the credential (?token= included, see
+	// queryTokenRoutes) and spent the handshake's rate.
 	id := auth.IdentityFrom(r.Context())
-	caller, byCookie, err := id.Caller, id.Source == auth.FromCookie, id.Err
-	// The handshake spent the rate before routing (API.limit).
-	if err == nil {
-		err = auth.Allow(caller, auth.AppUse, http.MethodGet)
-	}
+	caller, err := auth.Check(id, auth.AppUse, http.MethodGet)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
+	byCookie := id.Source == auth.FromCookie
 	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
 		writeError(w, r, apperr.New(apperr.Validation, "Expected a WebSocket upgrade request"))
 		return

@@ -226,23 +226,6 @@ func (AuthenticatorConfiguration) TransformSchema(_ huma.Registry, s *huma.Schem
 	return s
 }
 
-// TransformSchema lists every error_type.
-func (ErrorBody) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
-	var kinds []string
-	for k := range statusOf {
-		kinds = append(kinds, string(k))
-	}
-	slices.Sort(kinds)
-	if p := s.Properties["error_type"]; p != nil {
-		p.Enum = nil
-		for _, k := range kinds {
-			p.Enum = append(p.Enum, k)
-		}
-		p.Description = "The class of the error"
-	}
-	return s
-}
-
 // The WebSocket's messages, for the document only: events.Event is one Go
 // type for every event; a client deserves one schema per type.
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/apperr"
 )
 
 func TestPasswordHashRoundTrip(t *testing.T) {
@@ -117,4 +119,51 @@ func TestAllow(t *testing.T) {
 	require.Equal(t, ErrOtherApp, AllowApp(agentKey, "b"), "an agent key's other apps are absent")
 	require.False(t, agentKey.SeesApp(""))
 	require.False(t, (&Caller{Kind: KindAgentKey, IsAdmin: true, AppID: "a"}).CanAdmin())
+}
+
+// TestCheck: the one access check applies the identity's failure before
+// the rule (except on public routes), and a page takes a session by
+// cookie only.
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	session := &Caller{Kind: KindSession, UserID: "u"}
+	key := &Caller{Kind: KindAPIKey, UserID: "u", Scopes: []Scope{ScopeWrite}}
+	expired := apperr.New(apperr.Authentication, "Session expired")
+
+	// A public route serves anyone, with the caller when there is a valid one.
+	c, err := Check(Identity{Err: ErrAuthRequired}, Public, http.MethodGet)
+	require.NoError(t, err)
+	require.Nil(t, c)
+	c, err = Check(Identity{Err: expired, Source: FromHeader}, Public, http.MethodPost)
+	require.NoError(t, err)
+	require.Nil(t, c)
+	c, err = Check(Identity{Caller: key, Source: FromHeader}, Public, http.MethodGet)
+	require.NoError(t, err)
+	require.Same(t, key, c)
+
+	// Any other route answers the credential's own failure, then the rule.
+	_, err = Check(Identity{Err: expired, Source: FromHeader}, User, http.MethodGet)
+	require.Same(t, expired, err)
+	_, err = Check(Identity{Err: ErrAuthRequired}, AppUse, http.MethodGet)
+	require.Same(t, ErrAuthRequired, err)
+	_, err = Check(Identity{Caller: key, Source: FromHeader}, SessionOnly, http.MethodGet)
+	require.Same(t, ErrForbidden, err)
+	c, err = Check(Identity{Caller: key, Source: FromHeader}, User, http.MethodPost)
+	require.NoError(t, err)
+	require.Same(t, key, c)
+
+	// A page: a session by its cookie, and nothing else.
+	c, err = Check(Identity{Caller: session, Source: FromCookie}, Page, http.MethodGet)
+	require.NoError(t, err)
+	require.Same(t, session, c)
+	for _, id := range []Identity{
+		{Caller: session, Source: FromHeader},
+		{Caller: session, Source: FromQuery},
+		{Caller: key, Source: FromHeader},
+		{Caller: &Caller{Kind: KindAPIKey, UserID: "u", Scopes: []Scope{ScopeWrite}}, Source: FromCookie},
+		{Err: ErrAuthRequired},
+	} {
+		_, err = Check(id, Page, http.MethodGet)
+		require.Error(t, err, "%+v", id)
+	}
 }

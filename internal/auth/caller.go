@@ -101,6 +101,10 @@ type Rule struct {
 	// route refuses them (403); the key's binding to its app makes other
 	// apps' things absent (404) as for any bound key.
 	AgentKeyOK bool
+	// Browser routes (the web pages) take a session by its cookie only:
+	// never a Bearer header or a key, which a browser does not send by
+	// itself.
+	Browser bool
 }
 
 // The rules routes use.
@@ -116,11 +120,36 @@ var (
 	// AppData is AppUse that a running custom agent's key may use too:
 	// the app data and credential routes.
 	AppData = Rule{AppAccess: true, AgentKeyOK: true}
+	// Page is the pages' rule: a session, by its cookie.
+	Page = Rule{Browser: true}
 )
 
 // ErrOtherApp answers a key bound to one app that names another: the app
 // does not exist for it.
 var ErrOtherApp = apperr.NotFoundf("App not found")
+
+// Check is the one access check of every route, API operation, WebSocket,
+// SSE stream or page alike: it applies rule to the identity the router
+// resolved (id) for an HTTP method, and returns the caller the route
+// serves (nil on a public route without a valid credential) or the error
+// to answer (ErrAuthRequired, the credential's own error, ErrForbidden).
+// A public route ignores a failed credential; any other answers its error.
+func Check(id Identity, rule Rule, method string) (*Caller, error) {
+	caller := id.Caller
+	if id.Err != nil {
+		if !rule.Public {
+			return nil, id.Err
+		}
+		caller = nil
+	}
+	if rule.Browser && caller != nil && (id.Source != FromCookie || caller.Kind != KindSession) {
+		return nil, ErrAuthRequired
+	}
+	if err := Allow(caller, rule, method); err != nil {
+		return nil, err
+	}
+	return caller, nil
+}
 
 // Allow checks c (nil when unauthenticated) against rule for an HTTP method.
 func Allow(c *Caller, rule Rule, method string) error {

@@ -37,10 +37,6 @@ type Identity struct {
 	Source Source
 }
 
-// ByCookie reports whether a session cookie authenticated the request: a
-// credential the browser attaches to any request, including other sites'.
-func (id Identity) ByCookie() bool { return id.Caller != nil && id.Source == FromCookie }
-
 type identityKey struct{}
 
 // WithIdentity returns ctx carrying id.

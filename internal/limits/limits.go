@@ -14,3 +14,12 @@ const BodyBytes = 1 << 20
 // items stop there (fewer items, more to read), and the rows past it are
 // never read from the database. A page always holds at least one item.
 const PageBytes = 1 << 20
+
+// HeaderBytes is the largest request head (request line and headers) the
+// front door accepts: 431 with the error body beyond. The http.Server
+// reads up to ServerHeaderBytes before any handler runs and answers larger
+// heads itself, in plain text; between the two the front door answers.
+const (
+	HeaderBytes       = 64 << 10
+	ServerHeaderBytes = 1 << 20
+)

@@ -107,3 +107,118 @@ func TestProductionHeaders(t *testing.T) {
 		require.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"), path)
 	}
 }
+
+// do sends method path with body (form-encoded when not empty) and the
+// header pairs, and returns the answer with its body read.
+func do(t *testing.T, env *webtest.Env, method, path, body string, header ...string) (*http.Response, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, env.URL+path, rd)
+	require.NoError(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := webtest.Client().Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return res, string(b)
+}
+
+// requirePage checks an HTML error page: its status, the page's layout and
+// headers, and its text.
+func requirePage(t *testing.T, res *http.Response, body string, status int, text string) {
+	t.Helper()
+	require.Equal(t, status, res.StatusCode, body)
+	require.Equal(t, "text/html; charset=utf-8", res.Header.Get("Content-Type"))
+	require.Contains(t, res.Header.Get("Content-Security-Policy"), "default-src 'none'")
+	require.Equal(t, "nosniff", res.Header.Get("X-Content-Type-Options"))
+	require.NotEmpty(t, res.Header.Get("X-Request-ID"))
+	require.Contains(t, body, "<!doctype html>")
+	require.Contains(t, body, "/static/app.css")
+	require.Contains(t, body, text)
+}
+
+// requireJSON checks the API's error body.
+func requireJSON(t *testing.T, res *http.Response, body string, status int, errorType string) {
+	t.Helper()
+	require.Equal(t, status, res.StatusCode, body)
+	require.Equal(t, "application/json", res.Header.Get("Content-Type"))
+	var e struct {
+		Detail     string `json:"detail"`
+		StatusCode int    `json:"status_code"`
+		ErrorType  string `json:"error_type"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &e), body)
+	require.Equal(t, status, e.StatusCode)
+	require.Equal(t, errorType, e.ErrorType)
+	require.NotEmpty(t, e.Detail)
+}
+
+// TestRefusalsSpeakTheAskersLanguage: what the front door refuses, or a
+// path no route has, is an HTML page for a browser outside /api/, and the
+// API's JSON error body under /api/ or for a client that accepts JSON.
+func TestRefusalsSpeakTheAskersLanguage(t *testing.T) {
+	t.Parallel()
+	env := webtest.Start(t, store.SQLite, nil)
+
+	// An unknown page.
+	res, body := do(t, env, "GET", "/no/such/page", "")
+	requirePage(t, res, body, http.StatusNotFound, "There is nothing here")
+	res, body = do(t, env, "GET", "/no/such/page", "", "Accept", "application/json")
+	requireJSON(t, res, body, http.StatusNotFound, "NotFoundError")
+	// An unknown API path, as before.
+	res, body = do(t, env, "GET", "/api/v1/nope", "")
+	requireJSON(t, res, body, http.StatusNotFound, "NotFoundError")
+	res, body = do(t, env, "GET", "/api/v1/nope", "", "Accept", "text/html")
+	requireJSON(t, res, body, http.StatusNotFound, "NotFoundError")
+
+	// A cross-origin form post rides on the cookie: refused, the page
+	// saying so for a page path, the error body for the API.
+	form := url.Values{"email": {"ann@example.com"}}.Encode()
+	res, body = do(t, env, "POST", "/login", form, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
+	requirePage(t, res, body, http.StatusForbidden, "Cross-origin request refused")
+	res, body = do(t, env, "POST", "/api/v1/auth/login", form, "Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site")
+	requireJSON(t, res, body, http.StatusForbidden, "PermissionError")
+
+	// An oversized body.
+	big := "x=" + strings.Repeat("a", 1<<20)
+	res, body = do(t, env, "POST", "/keys", big)
+	requirePage(t, res, body, http.StatusRequestEntityTooLarge, "Request body too large")
+	res, body = do(t, env, "POST", "/api/v1/auth/login", big)
+	requireJSON(t, res, body, http.StatusRequestEntityTooLarge, "PayloadTooLargeError")
+
+	// A wrong method on a page.
+	res, body = do(t, env, "DELETE", "/login", "")
+	requirePage(t, res, body, http.StatusMethodNotAllowed, "Method not allowed")
+	require.Contains(t, res.Header.Get("Allow"), "GET")
+}
+
+// TestErrorPageKnowsTheSession: a signed-in browser's 404 page has the
+// header of every page (the user's email, the navigation).
+func TestErrorPageKnowsTheSession(t *testing.T) {
+	t.Parallel()
+	env := webtest.Start(t, store.SQLite, nil)
+	form := url.Values{"email": {"ann@example.com"}, "password": {"password1"}, "confirm_password": {"password1"}}.Encode()
+	do(t, env, "POST", "/api/v1/auth/register", form, "Accept", "application/json")
+	res, body := do(t, env, "POST", "/api/v1/auth/login", form, "Accept", "application/json")
+	require.Equal(t, 200, res.StatusCode, body)
+	var login struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &login))
+
+	res, body = do(t, env, "GET", "/no/such/page", "", "Cookie", "ap_session="+login.AccessToken)
+	requirePage(t, res, body, http.StatusNotFound, "ann@example.com")
+	// A Bearer header is not a page's credential: no email shown.
+	res, body = do(t, env, "GET", "/no/such/page", "", "Authorization", "Bearer "+login.AccessToken)
+	requirePage(t, res, body, http.StatusNotFound, "There is nothing here")
+	require.NotContains(t, body, "ann@example.com")
+}

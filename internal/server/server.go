@@ -7,7 +7,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -233,7 +232,10 @@ func (s *Server) build(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.handler = router.New(router.Deps{Mux: mux, Auth: s.Auth, API: s.API, Pages: pages, Production: s.Config.Production()})
+		s.handler, err = router.New(router.Deps{Config: s.Config, Log: s.Log, Metrics: s.Metrics, Mux: mux, Auth: s.Auth, API: s.API, Pages: pages})
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -306,7 +308,15 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	failed := make(chan error, 1)
 	if s.opts.HTTP {
-		s.add(run, "http server", &httpServer{s: s, base: ctx, failed: failed})
+		s.add(run, "http server", router.NewServer(s.handler, router.ServerOptions{
+			Listen: s.listener, TLSCert: s.Config.TLSCert, TLSKey: s.Config.TLSKey, Log: s.Log,
+			// Requests outlive SIGTERM until Shutdown has drained them.
+			Base: ctx,
+			// SSE streams are requests Shutdown would wait for: end them,
+			// their clients reconnect with Last-Event-ID.
+			OnShutdown: s.API.CloseStreams,
+			Failed:     failed,
+		}))
 	}
 	if err := run.Start(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -397,58 +407,14 @@ func (s *Server) Stop(ctx context.Context) {
 	}
 }
 
-// httpServer serves the router on the listener (Listen's, or its own).
-type httpServer struct {
-	s *Server
-	// base is Run's context without its end: requests outlive SIGTERM
-	// until Shutdown has drained them.
-	base   context.Context
-	srv    *http.Server
-	failed chan<- error
-}
-
-func (h *httpServer) Start(context.Context) error {
-	s := h.s
+// listener is Listen's listener, bound now if it was not.
+func (s *Server) listener() (net.Listener, error) {
 	if s.ln == nil {
 		if err := s.Listen(); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	h.srv = &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.Log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(h.base) },
-
-		// Above api.MaxHeaderBytes, so that an oversized head reaches
-		// the API and gets the JSON 431 rather than net/http's text.
-		MaxHeaderBytes: api.ServerMaxHeaderBytes,
-	}
-	// SSE streams are requests Shutdown would wait for: end them, their
-	// clients reconnect with Last-Event-ID.
-	h.srv.RegisterOnShutdown(s.API.CloseStreams)
-	go func() {
-		var err error
-		if s.Config.TLSCert != "" {
-			err = h.srv.ServeTLS(s.ln, s.Config.TLSCert, s.Config.TLSKey)
-		} else {
-			err = h.srv.Serve(s.ln)
-		}
-		if !errors.Is(err, http.ErrServerClosed) {
-			h.failed <- err
-		}
-	}()
-	return nil
-}
-
-// Stop stops accepting connections and lets in-flight requests finish
-// until ctx ends.
-func (h *httpServer) Stop(ctx context.Context) error {
-	if h.srv == nil {
-		return nil
-	}
-	return h.srv.Shutdown(ctx)
+	return s.ln, nil
 }
 
 // debugServer serves the Go profiler on AP_DEBUG_ADDR.

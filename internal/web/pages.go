@@ -45,8 +45,7 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name 
 // shows the cause.
 func (p *Pages) fail(w http.ResponseWriter, r *http.Request, c *auth.Caller, err error) {
 	if apperr.Is(err, apperr.NotFound) {
-		p.render(w, r, http.StatusNotFound, "error.html", view{Title: "Not found", Email: c.Email,
-			Data: errorPage{Heading: "Not found", Message: "There is nothing here, or it is not yours."}})
+		p.render(w, r, http.StatusNotFound, "error.html", view{Title: notFound.Heading, Email: c.Email, Data: notFound})
 		return
 	}
 	p.Log.Error("web: page", "path", r.URL.Path, "err", err)
@@ -55,6 +54,31 @@ func (p *Pages) fail(w http.ResponseWriter, r *http.Request, c *auth.Caller, err
 }
 
 type errorPage struct{ Heading, Message string }
+
+// notFound is the page of whatever does not exist for the caller: a path
+// no route has, or another user's thing, alike.
+var notFound = errorPage{Heading: "Not found", Message: "There is nothing here, or it is not yours."}
+
+// ErrorPage answers a browser's request the router refused, or one for a
+// path no route has, with the error page: the status's name as heading,
+// detail (the API's safe text) below it. The email is shown when a session
+// cookie identified the browser (not for refusals made before that).
+func (p *Pages) ErrorPage(w http.ResponseWriter, r *http.Request, status int, detail string) {
+	secure(w)
+	w.Header().Set("Cache-Control", "no-store")
+	var email string
+	if c, err := auth.Check(auth.IdentityFrom(r.Context()), auth.Page, r.Method); err == nil {
+		email = c.Email
+	}
+	page := errorPage{Heading: http.StatusText(status), Message: detail}
+	if status == http.StatusNotFound {
+		page = notFound
+	}
+	if page.Heading == "" {
+		page.Heading = "Error"
+	}
+	p.render(w, r, status, "error.html", view{Title: page.Heading, Email: email, Data: page})
+}
 
 func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
 	to := next(r)

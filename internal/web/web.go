@@ -130,19 +130,19 @@ func secure(w http.ResponseWriter) {
 
 // private serves h to a session's browser, and sends anyone else to the
 // login page: a page takes the session cookie only, never a Bearer header
-// or an API key.
+// or an API key (auth.Page, checked by auth.Check as every route is).
 func (p *Pages) private(h func(http.ResponseWriter, *http.Request, *auth.Caller)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		secure(w)
 		// A page shows the user's data: never from a shared cache, and
 		// not from the back button after logout.
 		w.Header().Set("Cache-Control", "no-store")
-		id := auth.IdentityFrom(r.Context())
-		if !id.ByCookie() || id.Caller.Kind != auth.KindSession {
+		c, err := auth.Check(auth.IdentityFrom(r.Context()), auth.Page, r.Method)
+		if err != nil {
 			http.Redirect(w, r, loginURL(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		h(w, r, id.Caller)
+		h(w, r, c)
 	}
 }
 
@@ -176,7 +176,7 @@ func (p *Pages) public(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		secure(w)
 		w.Header().Set("Cache-Control", "no-store")
-		if id := auth.IdentityFrom(r.Context()); id.ByCookie() && id.Caller.Kind == auth.KindSession {
+		if _, err := auth.Check(auth.IdentityFrom(r.Context()), auth.Page, r.Method); err == nil {
 			http.Redirect(w, r, next(r), http.StatusSeeOther)
 			return
 		}

@@ -1,4 +1,4 @@
-package api
+package router
 
 import (
 	"net/http"
@@ -19,12 +19,12 @@ const (
 // carry Access-Control-Allow-Credentials, and a request from a listed
 // origin other than the platform's own loses its cookie before anything
 // reads it, so a session cookie is never accepted cross-origin.
-func (a *API) cors(next http.Handler) http.Handler {
-	if len(a.Config.CORSOrigins) == 0 {
+func (rt *Router) cors(next http.Handler) http.Handler {
+	if len(rt.cfg.CORSOrigins) == 0 {
 		return next
 	}
 	var own string
-	if u, err := url.Parse(a.Config.PublicURL); err == nil {
+	if u, err := url.Parse(rt.cfg.PublicURL); err == nil {
 		own = strings.ToLower(u.Scheme + "://" + u.Host)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -36,7 +36,7 @@ func (a *API) cors(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Add("Vary", "Origin")
 		lower := strings.ToLower(origin)
-		if !a.Config.CORSOrigins.Has(lower) {
+		if !rt.cfg.CORSOrigins.Has(lower) {
 			next.ServeHTTP(w, r)
 			return
 		}

@@ -1,4 +1,4 @@
-package api
+package router
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/cleantext"
+	"github.com/agentplatform/agentplatform/internal/httperr"
+	"github.com/agentplatform/agentplatform/internal/limits"
 )
 
 // cleanInput refuses, with 400 naming the field, a request that carries
@@ -24,10 +26,10 @@ import (
 // databases answering alike. The common case costs a byte scan of what the
 // request already holds; the field is looked for only when the scan finds
 // something.
-func (a *API) cleanInput(next http.Handler) http.Handler {
+func (rt *Router) cleanInput(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := a.checkInput(r); err != nil {
-			writeError(w, r, err)
+		if err := rt.checkInput(r); err != nil {
+			rt.refuse(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -38,9 +40,9 @@ func refuse(field string, p cleantext.Problem) error {
 	return apperr.Invalid(field, "Invalid value for field "+field+": "+p.Describe())
 }
 
-func (a *API) checkInput(r *http.Request) error {
+func (rt *Router) checkInput(r *http.Request) error {
 	if cleantext.Check(r.URL.Path) != cleantext.None {
-		return a.pathProblem(r)
+		return rt.pathProblem(r)
 	}
 	if q := r.URL.RawQuery; q != "" && !cleanQuery(q) {
 		if err := formProblem(q); err != nil {
@@ -109,9 +111,9 @@ func formProblem(raw string) error {
 
 // pathProblem names the path parameter with a problem, from the pattern of
 // the route the path matches; "path" when it is not a parameter.
-func (a *API) pathProblem(r *http.Request) error {
+func (rt *Router) pathProblem(r *http.Request) error {
 	segs := strings.Split(r.URL.Path, "/")
-	_, pattern := a.mux.Handler(r)
+	_, pattern := rt.mux.Handler(r)
 	if _, p, ok := strings.Cut(pattern, " "); ok {
 		pattern = p
 	}
@@ -139,13 +141,13 @@ func checkBody(r *http.Request) error {
 	if !form && !yml && !jsonish {
 		return nil
 	}
-	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, MaxBodyBytes+1))))
+	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, limits.BodyBytes+1))))
 	_, err := buf.ReadFrom(r.Body)
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(buf.Bytes()))
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
-		return apperr.New(apperr.PayloadTooLarge, detailTooLarge)
+		return apperr.New(apperr.PayloadTooLarge, httperr.DetailTooLarge)
 	}
 	if err != nil {
 		return err
