@@ -51,10 +51,17 @@ func (a *API) eventsSocket(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Since = n
 	}
-	// An app filter names one of the caller's apps, as the lists' do; so
-	// does a subscribe message's.
+	// An app filter names one of the caller's apps, as the lists' do, and
+	// an activation filter one of their activations; so do a subscribe
+	// message's.
 	checkFilter := func(ctx context.Context, f events.Filter) error {
-		_, err := a.Apps.ListApp(ctx, caller, f.AppID)
+		if _, err := a.Apps.ListApp(ctx, caller, f.AppID); err != nil {
+			return err
+		}
+		if f.ActivationID == "" {
+			return nil
+		}
+		_, err := a.Activations.Get(ctx, caller, f.ActivationID)
 		return err
 	}
 	if err := checkFilter(r.Context(), req.Filter); err != nil {

@@ -170,3 +170,35 @@ func TestSocketSubscribeToAnotherApp(t *testing.T) {
 		require.Equal(t, mine, got["app_id"])
 	})
 }
+
+// TestSocketActivationFilterOfAnother: an activation_id filter names one of
+// the caller's activations, as GET /api/v1/activations/{id} does: another
+// user's, or none, is 404 at the handshake and an error frame on a
+// subscribe message; the caller's own is accepted.
+func TestSocketActivationFilterOfAnother(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		alice := e.signup("alice@example.com")
+		bob := e.signup("bob@example.com")
+		activate := func(token string) string {
+			f := e.llmAgent(token, nil, 0)
+			return e.do("POST", "/api/v1/agents/"+f.agentID+"/activate", map[string]any{"input_data": map[string]any{"prompt": "hi"}},
+				bearer(token)).expect(t, 201).str("activation_id")
+		}
+		mine, theirs := activate(alice), activate(bob)
+		auth := http.Header{"Authorization": {"Bearer " + alice}}
+		for _, id := range []string{theirs, uuid.NewString(), "not-a-uuid"} {
+			_, status := e.socket("activation_id="+id, auth)
+			require.Equal(t, http.StatusNotFound, status, id)
+		}
+		c, status := e.socket("activation_id="+mine, auth)
+		require.Equal(t, http.StatusSwitchingProtocols, status)
+		msg, err := json.Marshal(map[string]any{"type": "subscribe", "activation_id": theirs})
+		require.NoError(t, err)
+		require.NoError(t, c.Write(context.Background(), websocket.MessageText, msg))
+		got := readEvent(t, c)
+		require.Equal(t, "error", got["type"])
+		require.EqualValues(t, http.StatusNotFound, got["status_code"])
+	})
+}
