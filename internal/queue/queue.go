@@ -9,6 +9,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -96,6 +97,7 @@ func (q *Queue) Start(ctx context.Context) error {
 	cfg := &river.Config{
 		// River logs its own chatter at info; ours stays readable.
 		Logger:               slog.New(levelFloor{q.log.Handler(), slog.LevelWarn}),
+		ErrorHandler:         failureLog{q.log},
 		Workers:              q.workers,
 		FetchPollInterval:    q.opts.FetchPollInterval,
 		FetchCooldown:        q.opts.FetchCooldown,
@@ -162,6 +164,27 @@ func (h levelFloor) WithAttrs(a []slog.Attr) slog.Handler {
 }
 func (h levelFloor) WithGroup(n string) slog.Handler {
 	return levelFloor{h.Handler.WithGroup(n), h.min}
+}
+
+// failureLog logs a job's failure as River did before v0.33 (which
+// demoted it to info, below levelFloor): a warning while River retries,
+// an error once it gives up or the job panicked. Explicit cancels
+// (river.JobCancel) and jobs interrupted by Stop do not reach it.
+type failureLog struct{ log *slog.Logger }
+
+func (f failureLog) HandleError(ctx context.Context, job *rivertype.JobRow, err error) *river.ErrorHandlerResult {
+	level, msg := slog.LevelWarn, "queue job failed; retrying"
+	if job.Attempt >= job.MaxAttempts {
+		level, msg = slog.LevelError, "queue job failed"
+	}
+	f.log.Log(ctx, level, msg, "job_kind", job.Kind, "job_id", job.ID, "attempt", job.Attempt, "err", err)
+	return nil
+}
+
+func (f failureLog) HandlePanic(ctx context.Context, job *rivertype.JobRow, panicVal any, trace string) *river.ErrorHandlerResult {
+	f.log.ErrorContext(ctx, "queue job panicked", "job_kind", job.Kind, "job_id", job.ID, "attempt", job.Attempt,
+		"panic", fmt.Sprint(panicVal), "trace", trace)
+	return nil
 }
 
 // InsertTx inserts a job in tx's transaction, so that it exists exactly
