@@ -174,17 +174,24 @@ func (r *Recovery) Stop(ctx context.Context) error {
 
 // reap hands back the running activations (and, through DeadWorkerHooks,
 // the pipeline steps) of every worker silent for DeadAfter, and of workers
-// that hold either without a worker row.
+// that hold either without a worker row; then the River jobs that such
+// workers had fetched (queue.RescueStranded).
 func (r *Recovery) reap(ctx context.Context) {
 	s := r.svc
-	dead, err := s.Store.WorkersSilentSince(ctx, s.now().Add(-s.opts.DeadAfter))
+	horizon := s.now().Add(-s.opts.DeadAfter)
+	workers, err := s.Store.WorkerList(ctx)
 	if err != nil {
 		s.Log.Warn("find dead workers", "err", err)
 		return
 	}
-	ids := make([]string, 0, len(dead))
-	for _, w := range dead {
-		ids = append(ids, w.ID)
+	live := map[string]bool{s.opts.WorkerID: true}
+	var ids []string
+	for _, w := range workers {
+		if w.HeartbeatAt.Before(horizon) {
+			ids = append(ids, w.ID)
+		} else {
+			live[w.ID] = true
+		}
 	}
 	orphans, err := s.Store.WorkersWithoutHeartbeat(ctx)
 	if err != nil {
@@ -210,6 +217,15 @@ func (r *Recovery) reap(ctx context.Context) {
 			s.Log.Warn("remove dead worker", "worker_id", id, "err", err)
 		}
 		s.Log.Warn("worker presumed dead: its activations were recovered", "worker_id", id, "activations", n, "other", others)
+	}
+	// A job fetched by a worker that died before its claim: the activation
+	// or step is still queued, and River would leave the job running for
+	// good. Jobs of live workers, and younger than DeadAfter, stay.
+	n, err := s.Queue.RescueStranded(ctx, horizon, func(id string) bool { return live[id] })
+	if err != nil {
+		s.Log.Error("rescue the queue jobs of dead workers", "err", err)
+	} else if n > 0 {
+		s.Log.Warn("queue jobs of dead workers handed back", "jobs", n)
 	}
 }
 

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/activation"
@@ -175,4 +177,54 @@ func TestDeadWorkersActivationsComeBack(t *testing.T) {
 			return err == nil && len(st.Workers) == 1
 		}, 10*time.Second, 20*time.Millisecond, "the dead workers are gone, the live one is listed")
 	})
+}
+
+// TestDeadWorkersFetchedJobsComeBack: a worker died between River's fetch
+// and its claim: the activation is still queued and its River job running,
+// attempted by the dead worker. River's own rescuer leaves the job alone
+// (the activation worker has no River timeout); a live worker's reaper
+// hands it back and the activation completes. A job a live process
+// fetched is left running.
+func TestDeadWorkersFetchedJobsComeBack(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, true, activation.Options{HeartbeatEvery: 50 * time.Millisecond, DeadAfter: 200 * time.Millisecond})
+		ctx := context.Background()
+		old := store.Now().Add(-time.Hour)
+		require.NoError(t, b.store.WorkerHeartbeat(ctx, &store.Worker{ID: "dead-1", Hostname: "gone", PID: 1, Version: "x", StartedAt: old, HeartbeatAt: old}))
+		now := store.Now()
+		require.NoError(t, b.store.WorkerHeartbeat(ctx, &store.Worker{ID: "live-1", Hostname: "here", PID: 2, Version: "x", StartedAt: now, HeartbeatAt: now.Add(time.Hour)}))
+		stranded := b.fetched(t, "dead-1")
+		held := b.fetched(t, "live-1")
+
+		r, err := b.svc.StartRecovery(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { r.Stop(context.Background()) })
+
+		a := awaitEnd(t, b.store, stranded)
+		require.Equal(t, store.StatusCompleted, a.Status)
+		h, err := b.store.ActivationGet(ctx, held)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusQueued, h.Status, "a live worker's job is its own")
+	})
+}
+
+// fetched makes an activation look like one whose job worker fetched
+// (River's job running, attempted by worker, a second ago) but did not
+// claim yet.
+func (b *bundle) fetched(t *testing.T, worker string) string {
+	t.Helper()
+	ctx := context.Background()
+	a := &store.Activation{ID: uuid.NewString(), UserID: b.caller.UserID, AppID: b.agent.AppID, AgentID: b.agent.ID,
+		Status: store.StatusQueued, InputData: json.RawMessage(`{"prompt":"hi"}`), Priority: 2, CreatedAt: store.Now()}
+	require.NoError(t, b.store.ActivationCreate(ctx, a))
+	args, err := json.Marshal(activation.Args{ActivationID: a.ID, UserID: a.UserID})
+	require.NoError(t, err)
+	// Older than DeadAfter, younger than River's own RescueStuckJobsAfter.
+	at := time.Now().Add(-time.Second)
+	_, err = b.store.RiverDriver().GetExecutor().JobInsertFull(ctx, &riverdriver.JobInsertFullParams{
+		Kind: activation.Args{}.Kind(), EncodedArgs: args, Queue: queue.Activations, Priority: 2, MaxAttempts: 10,
+		State: rivertype.JobStateRunning, Attempt: 1, AttemptedAt: &at, AttemptedBy: []string{worker}, Metadata: []byte(`{}`)})
+	require.NoError(t, err)
+	return a.ID
 }

@@ -34,6 +34,8 @@ type jobWorker struct {
 }
 
 // Timeout: none from River; each agent's own timeout applies inside.
+// River's rescuer therefore never takes the job back: when its process
+// dies before the claim, the reaper does (Recovery.reap).
 func (w *jobWorker) Timeout(*river.Job[Args]) time.Duration { return -1 }
 
 // Work runs the activation. It returns an error only when the process is

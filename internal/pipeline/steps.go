@@ -38,11 +38,10 @@ type stepWorker struct {
 
 // Timeout: none from River; a function step runs under its function's
 // timeout, an agent step only starts an activation. River's rescuer skips
-// a running job until its timeout has passed: with a timeout of its own, a
-// job whose process died between River's fetch and the step's claim would
-// sit that long. With none, it is rescued after the queue's
-// RescueStuckJobsAfter (30 s); a rescue of a job still running on a live
-// worker finds the step claimed and does nothing.
+// a job without a timeout: a job whose process died between River's fetch
+// and the step's claim comes back through the activation reaper
+// (queue.RescueStranded) once that worker is dead (30 s); a job still
+// running on a live worker is left alone.
 func (w *stepWorker) Timeout(*river.Job[StepArgs]) time.Duration { return -1 }
 
 // Work runs one step. A job that finds its step no longer current (a

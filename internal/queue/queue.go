@@ -9,6 +9,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -32,6 +33,11 @@ type Options struct {
 	// FetchCooldown is the least time between two fetches; zero means
 	// River's default (100 ms), far too slow for short activations.
 	FetchCooldown time.Duration
+	// ClientID names this process to River, which records it in the
+	// attempted_by of every job it fetches: the activation worker's id, so
+	// that the reaper can tell a dead process's jobs (RescueStranded).
+	// Empty means River's own random id.
+	ClientID string
 }
 
 // Activations is the queue of activation jobs, apart from webhook
@@ -44,11 +50,13 @@ const Activations = "activations"
 const housekeepingWorkers = 4
 
 // River hands a job whose worker died back to the queue only after
-// RescueStuckJobsAfter; its default, an hour, would leave an activation
-// queued that long when its process died between River's fetch and the
-// worker's claim. The platform's jobs are idempotent (a duplicate's claim
-// is a no-op), so rescuing early is safe; River requires the default job
-// timeout below it (the activation worker sets its own, none).
+// RescueStuckJobsAfter, and its timeout (the job's own, else the default
+// below), have passed; its default, an hour, would leave a webhook
+// delivery or a housekeeping job that long when its process died. The
+// platform's jobs are idempotent (a duplicate's claim is a no-op), so
+// rescuing early is safe; River requires the default job timeout below
+// it. Jobs without a timeout (activations, pipeline steps) River never
+// rescues: the reaper does, by the dead worker (RescueStranded).
 const (
 	rescueStuckJobsAfter = 30 * time.Second
 	defaultJobTimeout    = 25 * time.Second
@@ -94,8 +102,10 @@ func (q *Queue) Client() *river.Client[*sql.Tx] { return q.client }
 // Start builds the client and, with RunWorkers, starts working jobs.
 func (q *Queue) Start(ctx context.Context) error {
 	cfg := &river.Config{
+		ID: q.opts.ClientID,
 		// River logs its own chatter at info; ours stays readable.
 		Logger:               slog.New(levelFloor{q.log.Handler(), slog.LevelWarn}),
+		ErrorHandler:         failureLog{q.log},
 		Workers:              q.workers,
 		FetchPollInterval:    q.opts.FetchPollInterval,
 		FetchCooldown:        q.opts.FetchCooldown,
@@ -162,6 +172,27 @@ func (h levelFloor) WithAttrs(a []slog.Attr) slog.Handler {
 }
 func (h levelFloor) WithGroup(n string) slog.Handler {
 	return levelFloor{h.Handler.WithGroup(n), h.min}
+}
+
+// failureLog logs a job's failure as River did before v0.33 (which
+// demoted it to info, below levelFloor): a warning while River retries,
+// an error once it gives up or the job panicked. Explicit cancels
+// (river.JobCancel) and jobs interrupted by Stop do not reach it.
+type failureLog struct{ log *slog.Logger }
+
+func (f failureLog) HandleError(ctx context.Context, job *rivertype.JobRow, err error) *river.ErrorHandlerResult {
+	level, msg := slog.LevelWarn, "queue job failed; retrying"
+	if job.Attempt >= job.MaxAttempts {
+		level, msg = slog.LevelError, "queue job failed"
+	}
+	f.log.Log(ctx, level, msg, "job_kind", job.Kind, "job_id", job.ID, "attempt", job.Attempt, "err", err)
+	return nil
+}
+
+func (f failureLog) HandlePanic(ctx context.Context, job *rivertype.JobRow, panicVal any, trace string) *river.ErrorHandlerResult {
+	f.log.ErrorContext(ctx, "queue job panicked", "job_kind", job.Kind, "job_id", job.ID, "attempt", job.Attempt,
+		"panic", fmt.Sprint(panicVal), "trace", trace)
+	return nil
 }
 
 // InsertTx inserts a job in tx's transaction, so that it exists exactly

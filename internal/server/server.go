@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/api"
 	"github.com/agentplatform/agentplatform/internal/appdata"
@@ -171,8 +173,11 @@ func (s *Server) build(ctx context.Context) error {
 	if !s.Store.MultiNode() {
 		poll = 200 * time.Millisecond
 	}
+	// One name for this process in the workers table and in River's
+	// attempted_by: the reaper hands back a dead worker's River jobs too.
+	workerID := uuid.Must(uuid.NewV7()).String()
 	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers,
-		FetchPollInterval: poll, FetchCooldown: 10 * time.Millisecond})
+		FetchPollInterval: poll, FetchCooldown: 10 * time.Millisecond, ClientID: workerID})
 	s.Queue.AddMaintenance(s.Auth)
 	s.Events = events.New(s.Store, s.Log)
 	s.Events.AddJobs(s.Queue)
@@ -210,7 +215,7 @@ func (s *Server) build(ctx context.Context) error {
 		Agents: s.Apps, Executors: s.Executors,
 		// A run's agent key ends with its activation, whatever ends it.
 		EndHooks: []activation.EndHook{s.Auth.EndAgentKey},
-	}, activation.Options{Concurrency: s.Config.Workers, HeartbeatEvery: s.opts.HeartbeatEvery, DeadAfter: s.opts.DeadAfter})
+	}, activation.Options{WorkerID: workerID, Concurrency: s.Config.Workers, HeartbeatEvery: s.opts.HeartbeatEvery, DeadAfter: s.opts.DeadAfter})
 	s.Pipelines = pipeline.New(s.Store, s.Auth, s.Apps, s.Activations, s.Functions, s.Events, s.Queue, s.Log)
 	s.Pipelines.Quotas = s.Config.Quotas
 	// A pipeline's agent step moves its run on when its activation ends.

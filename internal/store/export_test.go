@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
@@ -13,8 +14,8 @@ func (s *Store) QueuedTxs() int {
 	return len(s.commits.reqs)
 }
 
-// ExecOnWriter runs q on the SQLite writer connection, the one the
-// committer's transactions use: what a test needs to plant TEMP objects
+// ExecOnWriter runs q on the writer: on SQLite the one connection the
+// committer's transactions use, what a test needs to plant TEMP objects
 // (per connection) those transactions will meet.
 func (s *Store) ExecOnWriter(ctx context.Context, q string) error {
 	_, err := s.write.ExecContext(ctx, q)
@@ -50,3 +51,9 @@ func (s *Store) JSONValue(v any, compare string) any { return s.d.jsonValue(v, c
 
 // TS is t as the dialect stores it.
 func (s *Store) TS(t time.Time) any { return s.ts(t) }
+
+// MigrateRiverTo is Migrate with River's schema left at version target, as
+// an older River's migrations left it.
+func (s *Store) MigrateRiverTo(ctx context.Context, log *slog.Logger, target int) error {
+	return s.migrate(ctx, log, target)
+}

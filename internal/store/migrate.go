@@ -37,6 +37,12 @@ func (s *Store) RiverDriver() riverdriver.Driver[*sql.Tx] {
 // Migrate brings the platform's schema and River's up to date. It refuses a
 // database whose schema is newer than this binary knows.
 func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
+	return s.migrate(ctx, log, 0)
+}
+
+// migrate is Migrate with River's migrations stopped at riverTarget (0:
+// the latest), which a test uses to build the database an older River left.
+func (s *Store) migrate(ctx context.Context, log *slog.Logger, riverTarget int) error {
 	unlock, err := s.d.lockMigrations(ctx, s.write)
 	if err != nil {
 		return err
@@ -67,7 +73,7 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	res, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	res, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{TargetVersion: riverTarget})
 	if err != nil {
 		return fmt.Errorf("store: migrate river: %w", err)
 	}

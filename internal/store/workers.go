@@ -39,12 +39,6 @@ func (s *Store) WorkerList(ctx context.Context) ([]Worker, error) {
 		FROM workers ORDER BY heartbeat_at DESC`)
 }
 
-// WorkersSilentSince returns the workers whose last heartbeat is before t.
-func (s *Store) WorkersSilentSince(ctx context.Context, t time.Time) ([]Worker, error) {
-	return s.workers(ctx, `SELECT id, hostname, pid, version, started_at, heartbeat_at, running, concurrency
-		FROM workers WHERE heartbeat_at < $1`, s.ts(t))
-}
-
 // WorkersWithoutHeartbeat returns ids of workers that hold running
 // activations or pipeline steps but have no worker row at all (a row
 // deleted by a reaper that died halfway, or a worker that never heartbeat
