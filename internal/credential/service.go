@@ -497,9 +497,11 @@ func (s *Service) UserInfo(ctx context.Context, c *auth.Caller, appID, provider 
 	var status *oauth.StatusError
 	if errors.As(err, &status) && status.Status == http.StatusUnauthorized {
 		// A refresh may have rotated the token between our read and the
-		// provider's answer (many providers revoke the old one at once):
-		// once more with the connection's current token.
-		fresh, ferr := s.store.ConnectionGet(ctx, conn.ID)
+		// provider's answer (many providers revoke the old one at once),
+		// or be rotating it still: refresh waits for one in flight, or
+		// takes the one that ended since our read, or refreshes (the
+		// provider refused the token). Once more with what it leaves.
+		fresh, ferr := s.refresh(ctx, conn, false)
 		if ferr == nil && fresh.Version != conn.Version && isConnected(fresh) && !expired(fresh, s.now()) {
 			if token, err = s.box.Open(fresh.AccessTokenEnc); err != nil {
 				return nil, err
