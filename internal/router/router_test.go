@@ -2,7 +2,6 @@ package router_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,17 +19,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func get(t *testing.T, env *webtest.Env, path string, header ...string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequest("GET", env.URL+path, nil)
-	require.NoError(t, err)
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := webtest.Client().Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return res, string(b)
+	a := env.Call(t, "GET", path, "", "", header...)
+	return a.Response, a.Body
 }
 
 // TestOneIdentityForAPIAndPages: the credential is read once, the same way,
@@ -112,24 +102,12 @@ func TestProductionHeaders(t *testing.T) {
 // header pairs, and returns the answer with its body read.
 func do(t *testing.T, env *webtest.Env, method, path, body string, header ...string) (*http.Response, string) {
 	t.Helper()
-	var rd io.Reader
+	contentType := ""
 	if body != "" {
-		rd = strings.NewReader(body)
+		contentType = "application/x-www-form-urlencoded"
 	}
-	req, err := http.NewRequest(method, env.URL+path, rd)
-	require.NoError(t, err)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := webtest.Client().Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return res, string(b)
+	a := env.Call(t, method, path, contentType, body, header...)
+	return a.Response, a.Body
 }
 
 // requirePage checks an HTML error page: its status, the page's layout and

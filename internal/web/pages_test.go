@@ -3,7 +3,6 @@ package web_test
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -28,28 +27,12 @@ func exampleManifest(t testing.TB) string {
 }
 
 // answer is an HTTP answer with its body.
-type answer struct {
-	*http.Response
-	Body string
-}
+type answer = webtest.Answer
 
 // call sends a request to env; header pairs follow the body.
 func call(t testing.TB, env *webtest.Env, method, path, contentType, body string, header ...string) answer {
 	t.Helper()
-	req, err := http.NewRequest(method, env.URL+path, strings.NewReader(body))
-	require.NoError(t, err)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	res, err := webtest.Client().Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	return answer{res, string(b)}
+	return env.Call(t, method, path, contentType, body, header...)
 }
 
 func cookie(token string) []string { return []string{"Cookie", "ap_session=" + token} }

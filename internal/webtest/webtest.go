@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -373,4 +374,31 @@ func jsString(s string) string {
 // HTTP tests of pages.
 func Client() *http.Client {
 	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// Answer is an HTTP answer with its body read.
+type Answer struct {
+	*http.Response
+	Body string
+}
+
+// Call sends method path to the server with body (of contentType when
+// that is not empty) and the header pairs, through Client (redirects are
+// answers), and reads the answer.
+func (e *Env) Call(t testing.TB, method, path, contentType, body string, header ...string) Answer {
+	t.Helper()
+	req, err := http.NewRequest(method, e.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	res, err := Client().Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	return Answer{res, string(b)}
 }
