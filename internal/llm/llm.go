@@ -6,6 +6,7 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -31,14 +32,66 @@ const (
 	RoleAssistant Role = "assistant"
 )
 
-// Valid reports whether r is one of the roles.
+// RoleTool is the turn that gives the model the results of the tool
+// calls of the assistant turn before it. Only the tool loop makes one: it
+// is not Valid in what a caller sends.
+const RoleTool Role = "tool"
+
+// Valid reports whether r is one of the roles a caller may send.
 func (r Role) Valid() bool { return r == RoleSystem || r == RoleUser || r == RoleAssistant }
 
 // Message is one turn of a conversation.
 type Message struct {
 	Role    Role   `json:"role"`
 	Content string `json:"content"`
+	// ToolCalls are the calls an assistant turn asked for, in its order.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Results, in a RoleTool turn, are the results of every call of the
+	// assistant turn before it, in call order. Providers send them as
+	// their APIs want: one tool message per result (OpenAI), or one user
+	// message of tool_result blocks (Anthropic answers 400 otherwise).
+	Results []ToolResult `json:"tool_results,omitempty"`
 }
+
+// Tool is a tool the model may call. Providers hand it to their SDK's own
+// type (openai.ChatCompletionFunctionToolParam, anthropic.ToolParam).
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments, an object schema;
+	// nil is {"type":"object"}.
+	Parameters json.RawMessage
+}
+
+// ToolCall is one call the model asked for: the fields every SDK's tool
+// call has (OpenAI's tool_calls[i], Anthropic's tool_use block).
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Arguments is the JSON text the model wrote, kept as written (OpenAI
+	// sends it back as such; it may not even be valid JSON, which the
+	// loop answers as that call's error).
+	Arguments string `json:"arguments"`
+}
+
+// ToolResult is what a call gave, as text for the model.
+type ToolResult struct {
+	CallID  string `json:"tool_call_id"`
+	Content string `json:"content"`
+	// IsError marks a failed call (Anthropic's is_error; OpenAI has no
+	// such flag and reads it from the content).
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// ToolChoice says whether the model may call tools.
+type ToolChoice string
+
+// The choices. The step limit's last step sends the tools with ToolChoice
+// None: providers refuse a history of tool calls without tools.
+const (
+	ToolChoiceAuto ToolChoice = ""
+	ToolChoiceNone ToolChoice = "none"
+)
 
 // Request is one completion.
 type Request struct {
@@ -47,6 +100,10 @@ type Request struct {
 	Messages    []Message // history first, the new prompt last; roles Valid
 	Temperature *float64  // nil: the provider's default
 	MaxTokens   int       // 0: the provider's default
+	// Tools the model may call; none: a plain completion, sent exactly as
+	// before tools existed.
+	Tools      []Tool
+	ToolChoice ToolChoice
 	// OnDelta, when set, asks for streaming and receives each text
 	// fragment as it arrives, in order, before Complete returns.
 	OnDelta func(text string)
@@ -64,8 +121,10 @@ type Response struct {
 	Text         string
 	Model        string
 	Provider     string // the provider id, e.g. "echo", "openai", a user provider's id
-	FinishReason string
+	FinishReason string // "tool_calls" when ToolCalls is not empty
 	Usage        Usage
+	// ToolCalls are the calls the model asked for, in its order.
+	ToolCalls []ToolCall
 }
 
 // Client is a provider the platform can call. Implementations honour ctx:
