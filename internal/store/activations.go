@@ -19,6 +19,11 @@ const (
 	StatusFailed    = "failed"
 )
 
+// StatusWaiting is no stored status: in ActivationFilter.Statuses it
+// selects the running activations that wait (waiting set), while
+// StatusRunning still selects them all.
+const StatusWaiting = "waiting"
+
 // Activation is one run of an agent.
 type Activation struct {
 	ID              string
@@ -42,25 +47,29 @@ type Activation struct {
 	IdempotencyKey  string
 	RequestHash     string
 	CancelRequested bool
+	// Waiting is the DESIGN's waiting object ({waitpoint_id, kind,
+	// tool_calls, expires_at}) while a running activation waits for an
+	// answer and holds no worker; nil otherwise.
+	Waiting json.RawMessage
 }
 
 const activationColumns = `id, user_id, app_id, agent_id, status, input_data, context, metadata, priority, chat_id,
 	output_data, error, created_at, started_at, completed_at, duration_ms, attempt, worker_id,
-	idempotency_key, request_hash, cancel_requested`
+	idempotency_key, request_hash, cancel_requested, waiting`
 
 func scanActivation(row interface{ Scan(...any) error }, a *Activation) error {
 	var appID, chatID, workerID, idemKey, reqHash, errText sql.NullString
-	var input, ctxJSON, meta, output []byte
+	var input, ctxJSON, meta, output, waiting []byte
 	var started, completed sql.NullTime
 	var duration sql.NullInt64
 	if err := row.Scan(&a.ID, &a.UserID, &appID, &a.AgentID, &a.Status, &input, &ctxJSON, &meta, &a.Priority, &chatID,
 		&output, &errText, &a.CreatedAt, &started, &completed, &duration, &a.Attempt, &workerID,
-		&idemKey, &reqHash, &a.CancelRequested); err != nil {
+		&idemKey, &reqHash, &a.CancelRequested, &waiting); err != nil {
 		return err
 	}
 	a.AppID, a.ChatID, a.WorkerID = appID.String, chatID.String, workerID.String
 	a.IdempotencyKey, a.RequestHash = idemKey.String, reqHash.String
-	a.InputData, a.Context, a.Metadata = input, ctxJSON, meta
+	a.InputData, a.Context, a.Metadata, a.Waiting = input, ctxJSON, meta, nullJSON(waiting)
 	if output != nil {
 		a.OutputData = output
 	}
@@ -199,24 +208,67 @@ func (s *Store) changed(a *Activation, err error) (*Activation, bool, error) {
 }
 
 // finishSQL ends an activation whose status matches cond. duration_ms is
-// computed from started_at in the database's own time arithmetic.
+// computed from started_at in the database's own time arithmetic. An
+// ended run waits for nothing.
 func (s *Store) finishSQL(cond string) string {
 	duration := `CASE WHEN started_at IS NULL THEN NULL ELSE ` + s.d.millisBetween("started_at", "$5") + ` END`
-	return `UPDATE activations SET status = $2, output_data = $3, error = $4, completed_at = $5, duration_ms = ` + duration + `
+	return `UPDATE activations SET status = $2, output_data = $3, error = $4, completed_at = $5, waiting = NULL, duration_ms = ` + duration + `
 		WHERE id = $1 AND ` + cond + ` RETURNING ` + activationColumns
 }
 
 // ActivationRequeue hands a running activation back to the queue (its
-// worker stopped before finishing it).
+// worker stopped before finishing it). A waiting one is left alone: it
+// holds no worker, and its answer resumes it.
 func (s *Store) ActivationRequeue(ctx context.Context, id string) (bool, error) {
 	res, err := s.writer().ExecContext(ctx, `UPDATE activations SET status = 'queued', started_at = NULL, worker_id = NULL
-		WHERE id = $1 AND status = 'running'`, id)
+		WHERE id = $1 AND status = 'running' AND waiting IS NULL`, id)
 	if err != nil {
 		return false, err
 	}
 	s.uncacheActivation(id)
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// ActivationWait marks an activation running on workerID as waiting: it
+// keeps status running with waiting set, and worker_id NULL so it holds no
+// worker slot and no reaper hands it back. ok is false when it is not
+// running on workerID (cancelled meanwhile, or taken from a dead worker).
+func (s *Store) ActivationWait(ctx context.Context, id, workerID string, waiting json.RawMessage) (bool, error) {
+	if len(waiting) == 0 {
+		return false, errors.New("store: ActivationWait needs the waiting object")
+	}
+	var a Activation
+	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations SET waiting = $3, worker_id = NULL
+		WHERE id = $1 AND status = 'running' AND worker_id = $2 AND waiting IS NULL
+		RETURNING `+activationColumns, id, workerID, string(waiting)), &a)
+	_, ok, err := s.changed(&a, err)
+	return ok, err
+}
+
+// ActivationResume clears waiting of a running activation that waits (its
+// answer came): it stays running with no worker until one takes it over
+// (ActivationTakeOver). ok is false when it does not wait.
+func (s *Store) ActivationResume(ctx context.Context, id string) (bool, error) {
+	var a Activation
+	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations SET waiting = NULL
+		WHERE id = $1 AND status = 'running' AND waiting IS NOT NULL
+		RETURNING `+activationColumns, id), &a)
+	_, ok, err := s.changed(&a, err)
+	return ok, err
+}
+
+// ActivationTakeOver gives a running activation that no worker holds and
+// that waits for nothing (resumed) to workerID, and returns it. ok is false
+// otherwise (another worker took it, it waits again, it ended), which
+// makes duplicate resume jobs harmless. Unlike ActivationClaim it keeps
+// attempt and started_at: a resumed run goes on, it does not start again.
+func (s *Store) ActivationTakeOver(ctx context.Context, id, workerID string) (*Activation, bool, error) {
+	var a Activation
+	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations SET worker_id = $2
+		WHERE id = $1 AND status = 'running' AND worker_id IS NULL AND waiting IS NULL
+		RETURNING `+activationColumns, id, workerID), &a)
+	return s.changed(&a, err)
 }
 
 // ActivationStatus reads an activation's status and cancel flag (the cheap
@@ -267,12 +319,19 @@ func (s *Store) ActivationList(ctx context.Context, f ActivationFilter) ([]Activ
 		add("chat_id = ?", f.ChatID)
 	}
 	if len(f.Statuses) > 0 {
-		ph := make([]string, len(f.Statuses))
-		for i, st := range f.Statuses {
+		var ph, alts []string
+		for _, st := range f.Statuses {
+			if st == StatusWaiting {
+				alts = append(alts, "(status = 'running' AND waiting IS NOT NULL)")
+				continue
+			}
 			args = append(args, st)
-			ph[i] = "$" + strconv.Itoa(len(args))
+			ph = append(ph, "$"+strconv.Itoa(len(args)))
 		}
-		where = append(where, "status IN ("+strings.Join(ph, ", ")+")")
+		if len(ph) > 0 {
+			alts = append(alts, "status IN ("+strings.Join(ph, ", ")+")")
+		}
+		where = append(where, "("+strings.Join(alts, " OR ")+")")
 	}
 	cond := strings.Join(where, " AND ")
 	total, err := s.count(ctx, `SELECT COUNT(*) FROM activations WHERE `+cond, args...)
