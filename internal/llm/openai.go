@@ -169,14 +169,14 @@ func (c *openAIClient) stream(ctx context.Context, req Request, p openai.ChatCom
 			out.FinishReason = ch.FinishReason
 		}
 		if ch.Delta.Content != "" {
-			if text.Len()+len(ch.Delta.Content) > MaxResponseBytes {
+			if text.Len()+calls.size+len(ch.Delta.Content) > MaxResponseBytes {
 				return nil, tooLarge(c.name)
 			}
 			text.WriteString(ch.Delta.Content)
 			req.OnDelta(ch.Delta.Content)
 		}
 		for _, d := range ch.Delta.ToolCalls {
-			if calls.add(d) > MaxResponseBytes-text.Len() {
+			if text.Len()+calls.add(d) > MaxResponseBytes {
 				return nil, tooLarge(c.name)
 			}
 		}

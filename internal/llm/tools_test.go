@@ -131,17 +131,23 @@ func TestProvidersSendToolTurns(t *testing.T) {
 	})
 }
 
-// TestAnthropicSendsUnparsableArgumentsAsEmptyInput: arguments that are
-// not JSON (answered by the loop as that call's error) still make a
-// tool_use block the API takes.
-func TestAnthropicSendsUnparsableArgumentsAsEmptyInput(t *testing.T) {
+// TestAnthropicSendsOddToolTurns: arguments that are not JSON (answered
+// by the loop as that call's error) still make a tool_use block the API
+// takes, and no text is no text block (the API refuses empty ones).
+func TestAnthropicSendsOddToolTurns(t *testing.T) {
 	t.Parallel()
 	s := llmtest.NewAnthropic(t)
 	msgs := toolLoop()
+	msgs[1].Content = ""
 	msgs[1].ToolCalls = []llm.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":`}, calls[1]}
+	msgs[2].Results[0].Content = ""
 	_, err := client(t, fakes[2], s).Complete(t.Context(), llm.Request{Model: "m", Tools: tools, Messages: msgs})
 	require.NoError(t, err)
-	require.Equal(t, `{}`, s.Requests()[0].Messages[1].ToolCalls[0].Arguments)
+	r := s.Requests()[0]
+	require.Equal(t, llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{}`}, calls[1]}},
+		r.Messages[1])
+	require.Equal(t, msgs[2], r.Messages[2])
+	require.NotContains(t, string(r.Body), `"text":""`)
 }
 
 // TestProvidersLoopThreeSteps: calls, calls again, then the answer, each
@@ -177,6 +183,9 @@ func TestProvidersLoopThreeSteps(t *testing.T) {
 		reqs := s.Requests()
 		require.Len(t, reqs, 3)
 		require.Equal(t, req.Messages, reqs[2].Messages)
+		// The assistant turns had no text: none is sent, not an empty one.
+		require.NotContains(t, string(reqs[2].Body), `"text":""`)
+		require.NotContains(t, string(reqs[2].Body), `"content":""`)
 	})
 }
 
@@ -231,6 +240,23 @@ func TestStreamedCallsAreBounded(t *testing.T) {
 			require.ErrorIs(t, err, llm.ErrResponseTooLarge)
 		})
 	}
+}
+
+// TestOpenAIStreamBoundsCallsThenText: the bound holds whichever comes
+// first, the calls or the text.
+func TestOpenAIStreamBoundsCallsThenText(t *testing.T) {
+	t.Parallel()
+	s := llmtest.NewOpenAI(t)
+	half := strings.Repeat("a", llm.MaxResponseBytes/2+1)
+	s.SetRaw(http.StatusOK, "text/event-stream",
+		`data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"now","arguments":"`+half+`"}}]}}]}`+"\n\n"+
+			`data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"`+half+`"}}]}`+"\n\n"+
+			"data: [DONE]\n\n")
+	var deltas []string
+	_, err := client(t, fakes[1], s).Complete(t.Context(), llm.Request{Model: "m", Tools: tools,
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, OnDelta: onDelta(true, &deltas)})
+	require.ErrorIs(t, err, llm.ErrResponseTooLarge)
+	require.Empty(t, deltas)
 }
 
 // TestBadToolSchemaIsRefusedBeforeTheCall: parameters that are not a JSON
