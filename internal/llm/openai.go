@@ -1,12 +1,15 @@
 package llm
 
 import (
+	stdcmp "cmp"
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 )
 
 // OpenAIBaseURL is OpenAI's API; other OpenAI-compatible servers (Ollama,
@@ -43,22 +46,46 @@ func newOpenAI(cfg Config) *openAIClient {
 	return &openAIClient{id: cfg.ID, name: cfg.name(), chat: chat, legacyMaxTokens: cfg.Type != TypeOpenAI}
 }
 
-func (c *openAIClient) params(req Request) openai.ChatCompletionNewParams {
+func (c *openAIClient) params(req Request) (openai.ChatCompletionNewParams, error) {
 	msgs := make([]openai.ChatCompletionMessageParamUnion, 0, len(req.Messages)+1)
 	if req.System != "" {
 		msgs = append(msgs, openai.SystemMessage(req.System))
 	}
 	for _, m := range req.Messages {
-		switch m.Role {
-		case RoleSystem:
+		switch {
+		case m.Role == RoleSystem:
 			msgs = append(msgs, openai.SystemMessage(m.Content))
-		case RoleAssistant:
+		case m.Role == RoleAssistant && len(m.ToolCalls) > 0:
+			msgs = append(msgs, openAIToolCalls(m))
+		case m.Role == RoleAssistant:
 			msgs = append(msgs, openai.AssistantMessage(m.Content))
+		case m.Role == RoleTool:
+			// One tool message per result, in call order: the API wants an
+			// answer to every tool_call_id of the assistant turn before.
+			for _, r := range m.Results {
+				msgs = append(msgs, openai.ToolMessage(r.Content, r.CallID))
+			}
 		default:
 			msgs = append(msgs, openai.UserMessage(m.Content))
 		}
 	}
 	p := openai.ChatCompletionNewParams{Model: req.Model, Messages: msgs}
+	// No tools: no "tools" nor "tool_choice" key, the request as it was
+	// before tools (some compatible servers refuse an empty list).
+	for _, t := range req.Tools {
+		schema, err := t.schema()
+		if err != nil {
+			return p, err
+		}
+		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
+		if t.Description != "" {
+			fn.Description = openai.String(t.Description)
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fn))
+	}
+	if len(req.Tools) > 0 && req.ToolChoice == ToolChoiceNone {
+		p.ToolChoice.OfAuto = openai.String(string(openai.ChatCompletionToolChoiceOptionAutoNone))
+	}
 	if req.Temperature != nil {
 		p.Temperature = openai.Float(*req.Temperature)
 	}
@@ -69,15 +96,34 @@ func (c *openAIClient) params(req Request) openai.ChatCompletionNewParams {
 			p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
 		}
 	}
-	return p
+	return p, nil
+}
+
+// openAIToolCalls is an assistant turn that called tools: its calls, and
+// its text when it had some.
+func openAIToolCalls(m Message) openai.ChatCompletionMessageParamUnion {
+	a := &openai.ChatCompletionAssistantMessageParam{}
+	if m.Content != "" {
+		a.Content.OfString = openai.String(m.Content)
+	}
+	for _, tc := range m.ToolCalls {
+		a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+			OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: tc.ID,
+				Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments}}})
+	}
+	return openai.ChatCompletionMessageParamUnion{OfAssistant: a}
 }
 
 func (c *openAIClient) Complete(ctx context.Context, req Request) (*Response, error) {
+	p, err := c.params(req)
+	if err != nil {
+		return nil, badTool(c.name, err)
+	}
 	if req.OnDelta != nil {
-		return c.stream(ctx, req)
+		return c.stream(ctx, req, p)
 	}
 	a := &answer{}
-	res, err := c.chat.New(ctx, c.params(req), option.WithMiddleware(a.middleware))
+	res, err := c.chat.New(ctx, p, option.WithMiddleware(a.middleware))
 	if err != nil {
 		return nil, a.fail(ctx, c.name, false, err)
 	}
@@ -85,19 +131,25 @@ func (c *openAIClient) Complete(ctx context.Context, req Request) (*Response, er
 	if len(res.Choices) == 0 {
 		return nil, a.notCompletion(c.name)
 	}
-	return &Response{Model: res.Model, Provider: c.id, Text: res.Choices[0].Message.Content,
+	msg := res.Choices[0].Message
+	var calls []ToolCall
+	for _, tc := range msg.ToolCalls {
+		calls = append(calls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	out := &Response{Model: res.Model, Provider: c.id, Text: msg.Content,
 		FinishReason: res.Choices[0].FinishReason, Usage: Usage{PromptTokens: int(res.Usage.PromptTokens),
-			CompletionTokens: int(res.Usage.CompletionTokens), TotalTokens: int(res.Usage.TotalTokens)}}, nil
+			CompletionTokens: int(res.Usage.CompletionTokens), TotalTokens: int(res.Usage.TotalTokens)}}
+	return out.withCalls(calls), nil
 }
 
-func (c *openAIClient) stream(ctx context.Context, req Request) (*Response, error) {
-	p := c.params(req)
+func (c *openAIClient) stream(ctx context.Context, req Request, p openai.ChatCompletionNewParams) (*Response, error) {
 	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 	a := &answer{stream: true}
 	s := c.chat.NewStreaming(ctx, p, option.WithMiddleware(a.middleware))
 	defer s.Close()
 	out := &Response{Model: req.Model, Provider: c.id}
 	var text strings.Builder
+	var calls streamedCalls
 	started := false // a chunk of a completion came: the answer is one
 	for s.Next() {
 		chunk := s.Current()
@@ -117,11 +169,16 @@ func (c *openAIClient) stream(ctx context.Context, req Request) (*Response, erro
 			out.FinishReason = ch.FinishReason
 		}
 		if ch.Delta.Content != "" {
-			if text.Len()+len(ch.Delta.Content) > MaxResponseBytes {
+			if text.Len()+calls.size+len(ch.Delta.Content) > MaxResponseBytes {
 				return nil, tooLarge(c.name)
 			}
 			text.WriteString(ch.Delta.Content)
 			req.OnDelta(ch.Delta.Content)
+		}
+		for _, d := range ch.Delta.ToolCalls {
+			if text.Len()+calls.add(d) > MaxResponseBytes {
+				return nil, tooLarge(c.name)
+			}
 		}
 	}
 	if err := s.Err(); err != nil {
@@ -131,7 +188,61 @@ func (c *openAIClient) stream(ctx context.Context, req Request) (*Response, erro
 		return nil, a.notCompletion(c.name)
 	}
 	out.Text = text.String()
-	return out, nil
+	return out.withCalls(calls.list()), nil
+}
+
+// streamedCalls adds up the tool calls of a stream. Each call arrives in
+// pieces under its index: the id and name first, then the arguments in
+// fragments. (openai.ChatCompletionAccumulator does the same but keeps
+// the whole text too, unbounded; the stream bounds it itself.)
+type streamedCalls struct {
+	calls []*streamedCall
+	index map[int64]*streamedCall // by a delta's index
+	size  int                     // bytes held, for MaxResponseBytes
+}
+
+// streamedCall is one call being added up; builders, as arguments may
+// come in thousands of fragments.
+type streamedCall struct {
+	index      int64
+	id         string
+	name, args strings.Builder
+}
+
+// callOverhead is what one call counts against the bound besides its
+// text: a stream of empty deltas under ever new indexes is bounded too.
+const callOverhead = 64
+
+// add takes one delta and returns the bytes held so far.
+func (s *streamedCalls) add(d openai.ChatCompletionChunkChoiceDeltaToolCall) int {
+	tc, ok := s.index[d.Index]
+	if !ok {
+		if s.index == nil {
+			s.index = map[int64]*streamedCall{}
+		}
+		tc = &streamedCall{index: d.Index}
+		s.index[d.Index] = tc
+		s.calls = append(s.calls, tc)
+		s.size += callOverhead
+	}
+	if d.ID != "" {
+		s.size += len(d.ID) - len(tc.id)
+		tc.id = d.ID
+	}
+	tc.name.WriteString(d.Function.Name)
+	tc.args.WriteString(d.Function.Arguments)
+	s.size += len(d.Function.Name) + len(d.Function.Arguments)
+	return s.size
+}
+
+// list is the calls in the order of their indexes.
+func (s *streamedCalls) list() []ToolCall {
+	slices.SortStableFunc(s.calls, func(a, b *streamedCall) int { return stdcmp.Compare(a.index, b.index) })
+	var out []ToolCall
+	for _, tc := range s.calls {
+		out = append(out, ToolCall{ID: tc.id, Name: tc.name.String(), Arguments: tc.args.String()})
+	}
+	return out
 }
 
 // name is how errors call the provider.

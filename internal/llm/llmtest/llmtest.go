@@ -15,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/llm"
@@ -36,17 +37,50 @@ type Recorded struct {
 	// role: OpenAI's system messages in their place among the others;
 	// Anthropic's system text blocks first (role system), then its
 	// messages. A role the provider refuses fails the call with a 400.
+	// Tool turns too are as sent: for OpenAI one tool message per result,
+	// for Anthropic one user message holding every tool_result block
+	// (Messages has them as the llm package does, one RoleTool turn).
 	Sent []llm.Message
+	// Tools are the tools offered, in order, with their schema as sent
+	// (OpenAI's function parameters, Anthropic's input_schema); nil when
+	// the request had none.
+	Tools []llm.Tool
+	// ToolChoice is the tool_choice sent: OpenAI's string ("none",
+	// "auto"…) or Anthropic's type; "" when not sent.
+	ToolChoice string
+	// Body is the request body as it came, for what the fields above do
+	// not tell (that a key is absent, say).
+	Body []byte
+}
+
+// Reply is one scripted answer: text, tool calls, or both (the text
+// first). A call without an ID gets one unique to the server.
+type Reply struct {
+	Text      string
+	ToolCalls []llm.ToolCall
+}
+
+// words is how many words the fake counts for the answer as tokens: its
+// text's and its calls' arguments'.
+func (r Reply) words() int {
+	n := Words(r.Text)
+	for _, c := range r.ToolCalls {
+		n += Words(c.Arguments)
+	}
+	return n
 }
 
 // flavor is the wire format a Server speaks.
 type flavor interface {
 	path() string
 	parse(body []byte, h http.Header) (Recorded, error)
-	writeError(w http.ResponseWriter, status int)
-	writeJSON(w http.ResponseWriter, rec Recorded, reply string)
-	// writeStream calls pause(i) before it writes chunk i (0-based).
-	writeStream(w http.ResponseWriter, rec Recorded, chunks []string, pause func(i int))
+	// writeError answers status with the provider's error body; message ""
+	// is the status text.
+	writeError(w http.ResponseWriter, status int, message string)
+	writeJSON(w http.ResponseWriter, rec Recorded, reply Reply)
+	// writeStream streams the reply's text in llm.Fragments, then its
+	// calls; it calls pause(i) before it writes fragment i (0-based).
+	writeStream(w http.ResponseWriter, rec Recorded, reply Reply, pause func(i int))
 }
 
 // Server is a running fake provider. Its methods are safe for concurrent use.
@@ -70,6 +104,8 @@ type Server struct {
 	hold     *hold         // set by HoldAfter for the next streamed answer
 	arrived  chan struct{} // closed and replaced on every call, for WaitCalls
 	raw      *rawAnswer    // non-nil: every call gets it instead of a completion
+	queue    []Reply       // scripted answers, before reply
+	callIDs  int           // tool call ids given so far
 }
 
 // rawAnswer is an answer that is not the provider's format.
@@ -158,6 +194,29 @@ func (s *Server) SetReply(text string) {
 	defer s.mu.Unlock()
 	s.reply = text
 }
+
+// Queue scripts the next answers, one per call in order (a call that
+// fails, by FailNext, SetRaw or a refused request, takes none); once they
+// are used up, the answers are SetReply's again. A tool loop of three
+// steps is Queue(Reply{ToolCalls: …}, Reply{ToolCalls: …}, Reply{Text: …}).
+func (s *Server) Queue(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range replies {
+		r.ToolCalls = append([]llm.ToolCall(nil), r.ToolCalls...)
+		for i := range r.ToolCalls {
+			if r.ToolCalls[i].ID == "" {
+				s.callIDs++
+				r.ToolCalls[i].ID = fmt.Sprintf("call_llmtest_%d", s.callIDs)
+			}
+		}
+		s.queue = append(s.queue, r)
+	}
+}
+
+// SetToolCalls makes the next answer call the tools: Queue of one answer
+// with those calls and no text.
+func (s *Server) SetToolCalls(calls ...llm.ToolCall) { s.Queue(Reply{ToolCalls: calls}) }
 
 // SetReplySize makes every following answer a text of n bytes, in words of
 // up to 64 KiB (so a stream sends deltas of that size): an oversized
@@ -280,11 +339,11 @@ func (s *Server) releaseAll() {
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		s.flavor.writeError(w, http.StatusBadRequest)
+		s.flavor.writeError(w, http.StatusBadRequest, "")
 		return
 	}
 	rec, err := s.flavor.parse(body, r.Header)
-	rec.Path = r.URL.Path
+	rec.Path, rec.Body = r.URL.Path, body
 
 	s.mu.Lock()
 	s.calls++
@@ -301,10 +360,19 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.failN--
 		fail = s.failCode
 	}
+	var answer Reply
+	if err == nil && fail == 0 && raw == nil && len(s.queue) > 0 {
+		answer = s.queue[0]
+		s.queue = s.queue[1:]
+	} else if reply != "" {
+		answer.Text = reply
+	} else {
+		answer.Text = "reply to: " + lastUser(rec.Messages)
+	}
 	s.mu.Unlock()
 
 	if err != nil {
-		s.flavor.writeError(w, http.StatusBadRequest)
+		s.flavor.writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if gate != nil {
@@ -324,7 +392,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if fail != 0 {
-		s.flavor.writeError(w, fail)
+		s.flavor.writeError(w, fail, "")
 		return
 	}
 	if raw != nil {
@@ -335,17 +403,14 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, raw.body)
 		return
 	}
-	if reply == "" {
-		reply = "reply to: " + lastUser(rec.Messages)
-	}
 	if rec.Stream {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
-		s.flavor.writeStream(w, rec, llm.Fragments(reply), held.pause(r))
+		s.flavor.writeStream(w, rec, answer, held.pause(r))
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	s.flavor.writeJSON(w, rec, reply)
+	s.flavor.writeJSON(w, rec, answer)
 }
 
 // Words counts the words of the texts; the fake servers report it as tokens.
@@ -366,12 +431,30 @@ func lastUser(msgs []llm.Message) string {
 	return ""
 }
 
+// promptWords counts the words of the system prompt and of the messages:
+// their texts, their calls' arguments and their tool results.
 func promptWords(rec Recorded) int {
 	n := Words(rec.System)
 	for _, m := range rec.Messages {
 		n += Words(m.Content)
+		for _, c := range m.ToolCalls {
+			n += Words(c.Arguments)
+		}
+		for _, r := range m.Results {
+			n += Words(r.Content)
+		}
 	}
 	return n
+}
+
+// halves splits s in two at a character boundary: the fakes stream a
+// call's arguments in (at least) two pieces, as the providers do.
+func halves(s string) [2]string {
+	i := len(s) / 2
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return [2]string{s[:i], s[i:]}
 }
 
 // sse writes one Server-Sent Event and flushes it, so a client sees the
