@@ -127,7 +127,7 @@ func (o *Options) defaults() {
 type Service struct {
 	Deps
 	opts    Options
-	running sync.Map              // activation id → context.CancelCauseFunc, for cancels on this node
+	running sync.Map              // activation id → *tracked, for cancels on this node
 	local   atomic.Pointer[local] // the fast path; nil unless this process works jobs
 	self    store.Worker
 	now     func() time.Time
@@ -139,6 +139,7 @@ func New(d Deps, opts Options) *Service {
 	opts.defaults()
 	s := &Service{Deps: d, opts: opts, now: store.Now}
 	queue.AddWorker(d.Queue, &jobWorker{svc: s})
+	addWaitWorkers(d.Queue, s)
 	return s
 }
 
@@ -449,8 +450,8 @@ func (s *Service) Cancel(ctx context.Context, a *store.Activation) (*store.Activ
 	if out == nil {
 		return nil, apperr.Newf(apperr.Conflict, "Activation already %s", a.Status)
 	}
-	if cancel, ok := s.running.Load(a.ID); ok {
-		cancel.(context.CancelCauseFunc)(errCancelled)
+	if r, ok := s.running.Load(a.ID); ok {
+		r.(*tracked).cancel(errCancelled)
 	}
 	return out, nil
 }
@@ -488,10 +489,10 @@ func NormalizeStatus(status string) (string, error) {
 		return store.StatusQueued, nil
 	case "processing":
 		return store.StatusRunning, nil
-	case store.StatusQueued, store.StatusRunning, store.StatusCompleted, store.StatusFailed:
+	case store.StatusQueued, store.StatusRunning, store.StatusCompleted, store.StatusFailed, store.StatusWaiting:
 		return status, nil
 	}
-	return "", apperr.Invalid("status", "Invalid value for field status: expected queued, running, completed, failed, pending or processing")
+	return "", apperr.Invalid("status", "Invalid value for field status: expected queued, running, waiting, completed, failed, pending or processing")
 }
 
 // event builds the event of a; Seq is assigned by the bus.

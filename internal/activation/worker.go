@@ -23,6 +23,9 @@ type Args struct {
 	// UserID owns the activation: the unit of the slots' fair share
 	// (empty in jobs queued before it was added: one shared owner).
 	UserID string `json:"user_id,omitempty"`
+	// Resume marks the job of a run whose wait was answered: it is still
+	// running, held by no worker, and the job takes it over.
+	Resume bool `json:"resume,omitempty"`
 }
 
 // Kind names the job in the queue.
@@ -57,7 +60,7 @@ func (w *jobWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 		release = sync.OnceFunc(func() { l.slots.Release(owner) })
 	}
 	defer release()
-	return w.svc.run(ctx, job.Args.ActivationID, release)
+	return w.svc.run(ctx, job.Args, release)
 }
 
 // Causes of a run's context ending.
@@ -67,26 +70,35 @@ var (
 	errShutdown  = errors.New("worker stopping")
 )
 
-// run claims activation id and runs it, for River; the caller holds an
-// execution slot, which release frees.
-func (s *Service) run(ctx context.Context, id string, release func()) error {
+// run claims the job's activation and runs it, for River; the caller
+// holds an execution slot, which release frees.
+func (s *Service) run(ctx context.Context, job Args, release func()) error {
+	id := job.ActivationID
 	r := s.track(ctx, id)
 	if r == nil {
 		return nil // running on this process already
 	}
 	var a *store.Activation
-	err := s.Store.InTx(ctx, func(tx *store.Store) error {
-		claimed, ok, err := tx.ActivationClaim(ctx, id, s.opts.WorkerID, s.now())
-		if err != nil || !ok {
-			return err
-		}
-		a = claimed
-		started := s.event(events.ActivationStarted, a)
-		return s.Events.Record(ctx, tx, &started)
-	})
+	var err error
+	if job.Resume {
+		// The wait was answered: the run is still running, and nobody
+		// holds it. It has started already, so no started event.
+		a, _, err = s.Store.ActivationTakeOver(ctx, id, s.opts.WorkerID)
+		r.resumed = true
+	} else {
+		err = s.Store.InTx(ctx, func(tx *store.Store) error {
+			claimed, ok, err := tx.ActivationClaim(ctx, id, s.opts.WorkerID, s.now())
+			if err != nil || !ok {
+				return err
+			}
+			a = claimed
+			started := s.event(events.ActivationStarted, a)
+			return s.Events.Record(ctx, tx, &started)
+		})
+	}
 	if err != nil || a == nil {
 		s.untrack(r)
-		return err // a == nil: not queued any more, cancelled, or a duplicate job
+		return err // a == nil: not queued (or resumable) any more, cancelled, or a duplicate job
 	}
 	held := func(context.Context) (func(), error) { return release, nil }
 	return s.runClaimed(ctx, r, a, nil, 0, held)
@@ -97,6 +109,8 @@ type tracked struct {
 	id     string
 	ctx    context.Context // the run's context; cancel ends it
 	cancel context.CancelCauseFunc
+	// resumed: the run comes back from a wait, which paused its timeout.
+	resumed bool
 }
 
 // track registers a run of activation id, under ctx, for Cancel on this
@@ -109,16 +123,17 @@ type tracked struct {
 func (s *Service) track(ctx context.Context, id string) *tracked {
 	runCtx, cancel := context.WithCancelCause(ctx)
 	r := &tracked{id: id, ctx: runCtx, cancel: cancel}
-	if _, dup := s.running.LoadOrStore(id, cancel); dup {
+	if _, dup := s.running.LoadOrStore(id, r); dup {
 		cancel(nil)
 		return nil
 	}
 	return r
 }
 
-// untrack ends tracked run r.
+// untrack ends tracked run r. Only r's own entry goes: a run that gave
+// itself up to wait (journal.Wait) may have a successor tracked already.
 func (s *Service) untrack(r *tracked) {
-	s.running.Delete(r.id)
+	s.running.CompareAndDelete(r.id, r)
 	r.cancel(nil)
 }
 
@@ -141,6 +156,13 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	runCtx, cancel := r.ctx, r.cancel
 
 	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
+	limit := timeout
+	if r.resumed {
+		var err error
+		if limit, err = s.timeLeft(ctx, a, timeout); err != nil {
+			return s.finish(ctx, a, agent, jobID, nil, fmt.Errorf("read the run's waits: %w", err))
+		}
+	}
 	var res *executor.Result
 	release, runErr := slot(runCtx)
 	if runErr == nil && runCtx.Err() != nil {
@@ -151,9 +173,9 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	}
 	cause := context.Cause(runCtx)
 	if runErr == nil {
-		execCtx, stopTimer := context.WithTimeoutCause(runCtx, timeout, errTimedOut)
+		execCtx, stopTimer := context.WithTimeoutCause(runCtx, limit, errTimedOut)
 		stopWatch := s.watchCancel(execCtx, a.ID, cancel)
-		res, runErr = s.execute(execCtx, a, agent)
+		res, runErr = s.execute(execCtx, r, a, agent, jobID)
 		s.Events.EndTokens(a.UserID, a.ID)
 		cause = context.Cause(execCtx)
 		stopWatch()
@@ -163,6 +185,10 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	switch {
 	case runErr == nil:
 		return s.finish(ctx, a, agent, jobID, res, nil)
+	case errors.Is(runErr, executor.ErrWaiting):
+		// Recorded by the journal with everything it needs: nothing holds
+		// the run until its answer queues it again.
+		return nil
 	case errors.Is(cause, errCancelled):
 		// Cancel already recorded the end; finish finds it ended and only
 		// drops the fast path's deferred job.
@@ -184,6 +210,33 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	default:
 		return s.finish(ctx, a, agent, jobID, res, runErr)
 	}
+}
+
+// timeLeft is what a resumed run has left of its timeout: waits pause
+// it, so the time it ran is its time since it started less its waits.
+func (s *Service) timeLeft(ctx context.Context, a *store.Activation, timeout time.Duration) (time.Duration, error) {
+	if a.StartedAt == nil {
+		return timeout, nil
+	}
+	wps, err := s.Store.WaitpointsOf(ctx, a.ID)
+	if err != nil {
+		return 0, err
+	}
+	now := s.now()
+	spent := now.Sub(*a.StartedAt)
+	for _, w := range wps {
+		if w.CreatedAt.Before(*a.StartedAt) {
+			continue // before a hand-back restarted the clock
+		}
+		end := now
+		if w.AnsweredAt != nil {
+			end = *w.AnsweredAt
+		}
+		spent -= end.Sub(w.CreatedAt)
+	}
+	// A run whose clock ran out while it was taken over still gets a
+	// moment: its timeout then ends it with the usual error.
+	return max(timeout-spent, time.Millisecond), nil
 }
 
 // watchCancel polls the activation's cancel flag so that a cancel received
@@ -373,7 +426,7 @@ func mustJSON(v any) json.RawMessage {
 
 // execute runs the agent through its executor: its output_data, and its
 // logs (a custom agent's), kept whether it failed or not.
-func (s *Service) execute(ctx context.Context, a *store.Activation, agent *store.Agent) (*executor.Result, error) {
+func (s *Service) execute(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, jobID int64) (*executor.Result, error) {
 	e, err := s.Executors.For(agent.AgentTypeID, agent.Config)
 	if err != nil {
 		return nil, err
@@ -390,7 +443,8 @@ func (s *Service) execute(ctx context.Context, a *store.Activation, agent *store
 	res, err := e.Execute(ctx, &executor.Run{Kind: executor.Activation, ID: a.ID, UserID: a.UserID, AppID: a.AppID,
 		AgentID: a.AgentID, ChatID: a.ChatID, CreatedAt: a.CreatedAt, Input: a.InputData, Context: a.Context,
 		Metadata: a.Metadata, Config: agent.Config, TimeoutSeconds: agent.TimeoutSeconds, AgentKey: key,
-		OnDelta: func(text string) { s.Events.PublishDelta(ctx, a.UserID, a.ID, cleantext.String(text)) }})
+		OnDelta: func(text string) { s.Events.PublishDelta(ctx, a.UserID, a.ID, cleantext.String(text)) },
+		Journal: &journal{s: s, a: a, r: r, jobID: jobID}})
 	if res == nil {
 		res = &executor.Result{}
 	}

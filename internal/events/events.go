@@ -15,6 +15,11 @@ const (
 	ActivationStarted   = "activation_started"
 	ActivationCompleted = "activation_completed"
 	ActivationFailed    = "activation_failed"
+	// ActivationStep announces an ended step of a run that goes in steps
+	// (Step is its /steps record); ActivationWaiting, that the run waits
+	// for a person or its caller (Waiting is the activation's waiting).
+	ActivationStep    = "activation_step"
+	ActivationWaiting = "activation_waiting"
 	// Token is an ephemeral fragment of an LLM's answer (Delta), for
 	// streaming; it is not stored and has no seq.
 	Token = "token"
@@ -35,5 +40,7 @@ type Event struct {
 	OutputData json.RawMessage `json:"output_data,omitempty"`
 	Error      string          `json:"error,omitempty"`
 	Delta      string          `json:"delta,omitempty"`
+	Step       json.RawMessage `json:"step,omitempty"`
+	Waiting    json.RawMessage `json:"waiting,omitempty"`
 	Timestamp  time.Time       `json:"timestamp"`
 }

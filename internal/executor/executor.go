@@ -15,6 +15,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/agentplatform/agentplatform/internal/store"
 )
 
 // Kind says what a run belongs to.
@@ -50,7 +52,53 @@ type Run struct {
 	AgentKey string
 	// OnDelta receives streamed output fragments (LLM tokens); may be nil.
 	OnDelta func(text string)
+	// Journal records the run's steps (activations); nil where a run has
+	// none (a function's execution, a pipeline's step).
+	Journal Journal
 }
+
+// Journal is the step record of a run that goes in steps (an LLM agent
+// calling tools). The caller owns it: each method commits what it is
+// given, with the events it announces, before it returns, so that a run
+// taken over after a crash finds every step that ended and does none of
+// them again.
+type Journal interface {
+	// Steps are the steps recorded so far, in index order.
+	Steps(ctx context.Context) ([]store.Step, error)
+	// Record inserts new steps in one transaction (an LLM answer and the
+	// tool calls it asked for) and announces those that have ended.
+	Record(ctx context.Context, steps ...*store.Step) error
+	// End records the end of a running or waiting step, and announces it.
+	End(ctx context.Context, step *store.Step) error
+	// Wait records a waitpoint and its wait step in one transaction with
+	// the run's waiting state, and gives up the run: the executor returns
+	// ErrWaiting next. The answer (or the wait's end in time) queues the
+	// run again, and it resumes from its steps.
+	Wait(ctx context.Context, w *Wait) error
+}
+
+// Wait is what a run waits for.
+type Wait struct {
+	// Kind is store.WaitApproval or store.WaitToolResult.
+	Kind string
+	// Calls are the tool calls it waits on, in call order.
+	Calls []WaitCall
+	// Step is the wait step, not yet recorded (index, started_at).
+	Step *store.Step
+	// For is how long the wait lasts before it ends without an answer.
+	For time.Duration
+}
+
+// WaitCall is one tool call a wait is about.
+type WaitCall struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Name       string          `json:"name"`
+	Arguments  json.RawMessage `json:"arguments"`
+}
+
+// ErrWaiting is what Execute returns once Journal.Wait has recorded a
+// wait: the run has not ended, it has stopped until an answer comes.
+var ErrWaiting = errors.New("executor: the run waits")
 
 // LogLine is one line a run wrote (ctx.log, console.log, a thrown error's
 // stack).
