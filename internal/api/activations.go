@@ -16,20 +16,21 @@ import (
 
 // Activation is the full activation record.
 type Activation struct {
-	ActivationID string          `json:"activation_id"`
-	AgentID      string          `json:"agent_id"`
-	AppID        *string         `json:"app_id"`
-	Status       string          `json:"status" enum:"queued,running,completed,failed"`
-	InputData    json.RawMessage `json:"input_data" doc:"Object"`
-	Context      json.RawMessage `json:"context" doc:"Object: chat_id, session_id, app_id, free-form user context"`
-	Metadata     json.RawMessage `json:"metadata" doc:"Object: provider_id, model, temperature, max_tokens, system_prompt, webhook_url, source. webhook_url: an http(s) URL POSTed the activation's final event when it ends (see GET /api/v1/activations/{id}/deliveries); not on a private address unless AP_EGRESS_ALLOW allows it; each attempt must be answered 2xx within 15 s"`
-	Priority     int             `json:"priority" doc:"1 (most urgent) to 4"`
-	CreatedAt    time.Time       `json:"created_at"`
-	StartedAt    *time.Time      `json:"started_at"`
-	CompletedAt  *time.Time      `json:"completed_at"`
-	DurationMS   *int64          `json:"duration_ms"`
-	OutputData   json.RawMessage `json:"output_data" doc:"LLM agents: {response, model, provider, usage, finish_reason}; null until completed"`
-	Error        *string         `json:"error"`
+	ActivationID string              `json:"activation_id"`
+	AgentID      string              `json:"agent_id"`
+	AppID        *string             `json:"app_id"`
+	Status       string              `json:"status" enum:"queued,running,completed,failed"`
+	InputData    json.RawMessage     `json:"input_data" doc:"Object"`
+	Context      json.RawMessage     `json:"context" doc:"Object: chat_id, session_id, app_id, free-form user context"`
+	Metadata     json.RawMessage     `json:"metadata" doc:"Object: provider_id, model, temperature, max_tokens, system_prompt, webhook_url, source. webhook_url: an http(s) URL POSTed the activation's final event when it ends (see GET /api/v1/activations/{id}/deliveries); not on a private address unless AP_EGRESS_ALLOW allows it; each attempt must be answered 2xx within 15 s"`
+	Priority     int                 `json:"priority" doc:"1 (most urgent) to 4"`
+	CreatedAt    time.Time           `json:"created_at"`
+	StartedAt    *time.Time          `json:"started_at"`
+	CompletedAt  *time.Time          `json:"completed_at"`
+	DurationMS   *int64              `json:"duration_ms"`
+	OutputData   json.RawMessage     `json:"output_data" doc:"LLM agents: {response, model, provider, usage, finish_reason}, and steps (their number) when the agent has tools; null until completed"`
+	Error        *string             `json:"error"`
+	Waiting      *activation.Waiting `json:"waiting" doc:"What the run waits for (a person's approval, or its caller's client tool results); null when it waits for nothing. Answer it with POST /api/v1/activations/{activation_id}/waitpoints/{waitpoint_id}."`
 }
 
 func activationOut(a *store.Activation) Activation {
@@ -41,6 +42,12 @@ func activationOut(a *store.Activation) Activation {
 	}
 	if out.OutputData == nil {
 		out.OutputData = json.RawMessage("null")
+	}
+	if len(a.Waiting) > 0 {
+		var w activation.Waiting
+		if json.Unmarshal(a.Waiting, &w) == nil {
+			out.Waiting = &w
+		}
 	}
 	return out
 }
@@ -284,6 +291,40 @@ func (a *API) activationLogs(ctx context.Context, in *activationIDInput) (*activ
 	return out, nil
 }
 
+type activationStepsInput struct {
+	ActivationID string `path:"activation_id"`
+	PageParams
+}
+
+type activationStepsOutput struct {
+	Body struct {
+		Steps []activation.RunStep `json:"steps" doc:"In order: each LLM answer, each tool call, each wait"`
+		Page
+	}
+}
+
+func (a *API) activationSteps(ctx context.Context, in *activationStepsInput) (*activationStepsOutput, error) {
+	steps, total, err := a.Activations.Steps(ctx, mustCaller(ctx), in.ActivationID, in.Limit, in.Offset)
+	if err != nil {
+		return nil, err
+	}
+	out := &activationStepsOutput{}
+	out.Body.Steps = mapAll(steps, activation.StepOf)
+	out.Body.Page = in.page(total)
+	return out, nil
+}
+
+type answerWaitInput struct {
+	ActivationID string `path:"activation_id"`
+	WaitpointID  string `path:"waitpoint_id"`
+	Body         activation.WaitAnswer
+}
+
+func (a *API) answerWait(ctx context.Context, in *answerWaitInput) (*activationOutput, error) {
+	act, err := a.Activations.AnswerWait(ctx, mustCaller(ctx), in.ActivationID, in.WaitpointID, in.Body)
+	return fullAnswer(act, err)
+}
+
 type appActivationInput struct {
 	AppID        string `path:"app_id"`
 	ActivationID string `path:"activation_id"`
@@ -302,7 +343,7 @@ func (a *API) getAppActivation(ctx context.Context, in *appActivationInput) (*ac
 // ActivationListFilters are the filters every activation list takes.
 type ActivationListFilters struct {
 	PageParams
-	Status string `query:"status" enum:"queued,running,completed,failed,pending,processing" doc:"pending and processing are aliases of queued and running"`
+	Status string `query:"status" enum:"queued,running,waiting,completed,failed,pending,processing" doc:"pending and processing are aliases of queued and running; waiting selects the running activations that wait for an answer"`
 	ChatID string `query:"chat_id" doc:"Only this chat (context.chat_id)"`
 }
 

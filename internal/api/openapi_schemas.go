@@ -102,6 +102,15 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 			"output_data": outputData(true),
 		},
 		"ActivationCompletedEvent": {"output_data": outputData(false)},
+		"RunStep": {
+			"input": anyJSONOrNull(registry, "an LLM step's: null; a tool step's: the call's arguments as the model wrote them; "+
+				"a wait step's: the activation's waiting"),
+			"output": anyJSONOrNull(registry, "an LLM step's: {text, tool_calls: [{id, name, arguments}], model, finish_reason}; "+
+				"a tool step's: its result (capped at 256 KiB); a wait step's: its answer"),
+		},
+		"WaitCall":     {"arguments": anyJSON(registry)},
+		"WaitDecision": {"arguments": anyObject("edit: the arguments to run the call with instead")},
+		"WaitResult":   {"output": anyJSON(registry)},
 		"AgentDetail": {
 			// The stored configuration has the manifest's shape, never the
 			// webhook secret.

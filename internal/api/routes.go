@@ -20,6 +20,7 @@ func (a *API) routes() {
 	}
 	created := func(o huma.Operation) huma.Operation { o.DefaultStatus = http.StatusCreated; return o }
 	noContent := func(o huma.Operation) huma.Operation { o.DefaultStatus = http.StatusNoContent; return o }
+	accepted := func(o huma.Operation) huma.Operation { o.DefaultStatus = http.StatusAccepted; return o }
 
 	// Authentication: form-encoded (JSON accepted too), redirects for
 	// browsers, JSON for Accept: application/json.
@@ -74,6 +75,8 @@ func (a *API) routes() {
 	a.streamRoute() // SSE: GET /api/v1/activations/{activation_id}/stream, auth.AppUse
 	register(a, op("cancel-activation", http.MethodPost, "/api/v1/activations/{activation_id}/cancel", "Cancel a queued or running activation", "activations"), auth.AppUse, a.cancelActivation)
 	register(a, op("activation-logs", http.MethodGet, "/api/v1/activations/{activation_id}/logs", "What a custom agent's run wrote (ctx.log, console.log, errors' stacks)", "activations"), auth.AppUse, a.activationLogs)
+	register(a, op("activation-steps", http.MethodGet, "/api/v1/activations/{activation_id}/steps", "The steps of a run that calls tools: LLM answers, tool calls, waits", "activations"), auth.AppUse, a.activationSteps)
+	register(a, accepted(op("answer-waitpoint", http.MethodPost, "/api/v1/activations/{activation_id}/waitpoints/{waitpoint_id}", "Answer what a waiting run waits for, once: decisions on its tool calls (approve, edit, reject) or its client tools' results", "activations")), auth.AppUse, a.answerWait)
 	register(a, op("list-agent-activations", http.MethodGet, "/api/v1/agents/{agent_id}/activations", "Activations of an agent", "activations"), auth.AppUse, a.listAgentActivations)
 	register(a, op("list-app-activations", http.MethodGet, "/api/v1/apps/{app_id}/activations", "Activations of an app", "activations"), auth.AppUse, a.listAppActivations)
 	register(a, op("get-app-activation", http.MethodGet, "/api/v1/apps/{app_id}/agents/activations/{activation_id}", "One activation of an app", "activations"), auth.AppUse, a.getAppActivation)

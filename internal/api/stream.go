@@ -73,6 +73,8 @@ func (a *API) streamRoute() {
 
 func sseSchema() *huma.Schema {
 	return &huma.Schema{Type: huma.TypeString, Description: "event: token / id: 1, 2, … / data: {\"delta\": \"…\"}; " +
+		"event: step / data: an ended step of a run that calls tools (as GET …/steps lists it); " +
+		"event: waiting / data: the activation's waiting, when its run starts to wait; " +
 		"then event: activation / id: end / data: the Activation"}
 }
 
@@ -236,6 +238,16 @@ func (a *API) serveStream(ctx context.Context, hctx huma.Context, act *store.Act
 				toks.Rewatch()
 			case events.ActivationCompleted, events.ActivationFailed:
 				ended = true
+			case events.ActivationStep, events.ActivationWaiting:
+				// Live only: GET …/steps has them all. Their id is the
+				// last token's, so a reconnect resumes the tokens after it.
+				name, data := "step", ev.Step
+				if ev.Type == events.ActivationWaiting {
+					name, data = "waiting", ev.Waiting
+				}
+				if !write("id: %d\nevent: %s\ndata: %s\n\n", after, name, data) {
+					return
+				}
 			}
 		}
 	}
