@@ -124,12 +124,24 @@ func cmp(s, fallback string) string {
 	return s
 }
 
-// schemaOr is schema, or {"type":"object"} for a part that declares none.
+// schemaOr is schema as a tool's parameters: an object schema, as every
+// provider wants. A part that declares none ({} or nothing) takes any
+// object; one that leaves out its type gets "type": "object" (its input
+// is an object all the same).
 func schemaOr(schema json.RawMessage) json.RawMessage {
-	if isNull(schema) {
+	var m map[string]json.RawMessage
+	if isNull(schema) || json.Unmarshal(schema, &m) != nil || len(m) == 0 {
 		return objectSchema
 	}
-	return bytes.TrimSpace(schema)
+	if _, ok := m["type"]; ok {
+		return bytes.TrimSpace(schema)
+	}
+	m["type"] = json.RawMessage(`"object"`)
+	out, err := json.Marshal(m)
+	if err != nil {
+		return objectSchema
+	}
+	return out
 }
 
 // arguments is a call's arguments, {} when the model sent none.
