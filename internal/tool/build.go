@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 
 	"github.com/google/uuid"
 
-	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -53,10 +51,10 @@ func (k *Kit) Build(ctx context.Context, run *executor.Run, cfg *Config) ([]Tool
 			}
 			a := findAgent(agents, s.Agent)
 			if a == nil || a.UserID != run.UserID {
-				return nil, apperr.Invalid(field+".agent", "Invalid value for field "+field+".agent: Unknown agent: "+s.Agent)
+				return nil, invalid(field+".agent", "Unknown agent: %s", s.Agent)
 			}
 			if a.ID == run.AgentID {
-				return nil, apperr.Invalid(field+".agent", "Invalid value for field "+field+".agent: an agent cannot call itself")
+				return nil, invalid(field+".agent", "an agent cannot call itself")
 			}
 			refNames[i] = a.Name
 			s.Description = cmp(s.Description, a.Description)
@@ -70,7 +68,7 @@ func (k *Kit) Build(ctx context.Context, run *executor.Run, cfg *Config) ([]Tool
 		case KindClient:
 			tools[i] = &clientTool{base{s, schemaOr(s.Parameters)}}
 		default:
-			return nil, apperr.Invalid(field+".type", fmt.Sprintf("Invalid value for field %s.type: %s tools are not available", field, s.Type))
+			return nil, invalid(field+".type", "%s tools are not available", s.Type)
 		}
 	}
 	names, err := Names("agent_config", specs, func(i int) string { return refNames[i] })
@@ -112,7 +110,7 @@ func findAgent(agents []store.Agent, ref string) *store.Agent {
 
 func refError(field, kind, ref string, err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return apperr.Invalid(field, fmt.Sprintf("Invalid value for field %s: Unknown %s: %s", field, kind, ref))
+		return invalid(field, "Unknown %s: %s", kind, ref)
 	}
 	return err
 }

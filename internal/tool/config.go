@@ -61,8 +61,14 @@ type parser struct{ err *apperr.Error }
 
 func (p *parser) invalid(path, format string, args ...any) {
 	if p.err == nil {
-		p.err = apperr.Invalid(path, "Invalid value for field "+path+": "+fmt.Sprintf(format, args...))
+		p.err = invalid(path, format, args...)
 	}
+}
+
+// invalid is the validation error of field, worded as the apps domain
+// words its own.
+func invalid(field, format string, args ...any) *apperr.Error {
+	return apperr.Invalid(field, "Invalid value for field "+field+": "+fmt.Sprintf(format, args...))
 }
 
 func (p *parser) missing(path string) {
@@ -251,12 +257,11 @@ func Names(path string, specs []Spec, refName func(i int) string) ([]string, err
 		if name == "" {
 			name = refName(i)
 			if !NamePattern.MatchString(name) {
-				return nil, apperr.Invalid(field, fmt.Sprintf("Invalid value for field %s: the %s's name %q is not a valid tool name (%s): give the tool a name",
-					field, s.Type, name, NamePattern))
+				return nil, invalid(field, "the %s's name %q is not a valid tool name (%s): give the tool a name", s.Type, name, NamePattern)
 			}
 		}
 		if seen[name] {
-			return nil, apperr.Invalid(field, fmt.Sprintf("Invalid value for field %s: duplicate tool name %q", field, name))
+			return nil, invalid(field, "duplicate tool name %q", name)
 		}
 		seen[name] = true
 		names[i] = name

@@ -58,18 +58,6 @@ type Spec struct {
 	Tools      []string        `json:"tools,omitempty" doc:"mcp: the server's tools offered, all when absent"`
 }
 
-// RefName is the name of the part s refers to as the user wrote it (a
-// function's or agent's name or id), "" for the kinds that refer to none.
-func (s *Spec) RefName() string {
-	switch s.Type {
-	case KindFunction:
-		return s.Function
-	case KindAgent:
-		return s.Agent
-	}
-	return ""
-}
-
 // Config is the tool part of an LLM agent_config, defaults applied.
 type Config struct {
 	Tools             []Spec `json:"tools,omitempty"`
