@@ -121,6 +121,7 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 		"AgentSpec":                 {"input_schema": anyObject(agentInputSchema)},
 		"AgentPatch":                {"input_schema": anyObject(agentInputSchema + "; null removes it")},
 		"FunctionSpec":              {"input_schema": anyObject("A JSON Schema (an object) the input must match")},
+		"Spec":                      {"parameters": anyObject("http and client tools: the JSON Schema (type object) of the arguments")},
 		"Step":                      {"input": anyJSON(registry)},
 		"Authenticator":             {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},
 		"OAuthAuthenticator":        {"configuration": ref(reflect.TypeFor[AuthenticatorConfiguration]())},

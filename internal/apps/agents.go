@@ -11,6 +11,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/tool"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
 
@@ -143,7 +144,7 @@ func (s *Service) CreateAgent(ctx context.Context, c *auth.Caller, appID string,
 	if err != nil {
 		return nil, "", err
 	}
-	if err := s.checkAgentURLs("", spec); err != nil {
+	if err := s.checkAgent(ctx, app, spec, "", ""); err != nil {
 		return nil, "", err
 	}
 	now := s.now()
@@ -214,7 +215,11 @@ func (s *Service) UpdateAgent(ctx context.Context, c *auth.Caller, appID, agentI
 	if rotate && spec.AgentConfig.Runtime != "webhook" {
 		return nil, "", apperr.Invalid(RotateSecretField, "Invalid value for field "+RotateSecretField+": only a webhook agent (agent_config.runtime webhook) has a signing secret")
 	}
-	if err := s.checkAgentURLs("", spec); err != nil {
+	app, err := s.store.AppGet(ctx, a.AppID)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := s.checkAgent(ctx, app, spec, a.ID, a.Name); err != nil {
 		return nil, "", err
 	}
 	r := agentRow(spec, a)
@@ -251,13 +256,34 @@ func decodeAgentBody(body map[string]any) (*AgentSpec, error) {
 	return &spec, nil
 }
 
+// checkAgent makes the checks of agent spec, saved over the API in app,
+// that need more than its body: its URLs, its tools' refs and provider;
+// selfID and oldName are the stored agent's ("" for a new one).
+func (s *Service) checkAgent(ctx context.Context, app *store.App, spec *AgentSpec, selfID, oldName string) error {
+	if err := s.checkAgentURLs("", spec); err != nil {
+		return err
+	}
+	if err := s.checkAgentTools(ctx, app, spec, selfID, oldName); err != nil {
+		return err
+	}
+	return s.checkToolProvider(ctx, "", app.UserID, spec)
+}
+
 // checkAgentURLs refuses the URLs the platform will call for an agent (its
-// webhook_url, a webhook agent's url) when they name a private address
-// (egress.Guard.CheckURL); prefix is the agent's path in the request.
+// webhook_url, a webhook agent's url, its http tools' urls) when they name
+// a private address (egress.Guard.CheckURL); prefix is the agent's path in
+// the request.
 func (s *Service) checkAgentURLs(prefix string, a *AgentSpec) error {
 	if a.WebhookURL != "" {
 		if err := s.egress.CheckURL(prefix+"webhook_url", a.WebhookURL); err != nil {
 			return err
+		}
+	}
+	for i, t := range a.AgentConfig.Tools {
+		if t.Type == tool.KindHTTP && t.URL != "" {
+			if err := s.egress.CheckURL(index(prefix+"agent_config.tools", i)+".url", t.URL); err != nil {
+				return err
+			}
 		}
 	}
 	if a.AgentConfig.Runtime == "webhook" && a.AgentConfig.URL != "" {

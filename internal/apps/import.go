@@ -207,15 +207,15 @@ func (s *Service) manifestOf(ctx context.Context, app *store.App) (*Manifest, er
 	m.Agents = mapAll(agents, agentSpec)
 	m.Functions = mapAll(functions, functionSpec)
 	m.Pipelines = mapAll(pipelines, pipelineSpec)
-	namesByID(m.Pipelines, agents, functions)
+	namesByID(m, agents, functions)
 	m.Authenticators = mapAll(auths, s.AuthenticatorSpec)
 	return m, nil
 }
 
-// namesByID makes the steps of pipelines that name a part by id (made
-// over the API) name it by name, as a manifest's steps do: the ids are
-// this app's, an installed copy's parts get others.
-func namesByID(pipelines []PipelineSpec, agents []store.Agent, functions []store.Function) {
+// namesByID makes the pipeline steps and agent tools of m that name a
+// part by id (made over the API) name it by name, as a manifest's do: the
+// ids are this app's, an installed copy's parts get others.
+func namesByID(m *Manifest, agents []store.Agent, functions []store.Function) {
 	names := map[string]map[string]string{"agent": {}, "function": {}}
 	for _, a := range agents {
 		names["agent"][a.ID] = a.Name
@@ -223,13 +223,14 @@ func namesByID(pipelines []PipelineSpec, agents []store.Agent, functions []store
 	for _, f := range functions {
 		names["function"][f.ID] = f.Name
 	}
-	for _, p := range pipelines {
+	for _, p := range m.Pipelines {
 		for i, st := range p.Steps {
 			if name, ok := names[st.Type][st.Ref]; ok {
 				p.Steps[i].Ref = name
 			}
 		}
 	}
+	toolNamesByID(m.Agents, names)
 }
 
 func mapAll[S, T any](items []S, fn func(*S) T) []T {
@@ -265,7 +266,11 @@ func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts w
 	secrets := map[string]string{}
 	fresh := map[string]freshSecret{}
 	for i, a := range m.Agents {
-		if err := s.checkAgentURLs(index(join(opts.root, "agents"), i)+".", &a); err != nil {
+		prefix := index(join(opts.root, "agents"), i) + "."
+		if err := s.checkAgentURLs(prefix, &a); err != nil {
+			return nil, err
+		}
+		if err := s.checkToolProvider(ctx, prefix, c.UserID, &a); err != nil {
 			return nil, err
 		}
 		if a.AgentConfig.Runtime != "webhook" {

@@ -14,6 +14,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/inputschema"
 	"github.com/agentplatform/agentplatform/internal/oauth"
+	"github.com/agentplatform/agentplatform/internal/tool"
 	"github.com/agentplatform/agentplatform/internal/version"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
@@ -64,17 +65,24 @@ type AgentSpec struct {
 }
 
 // AgentConfig is an LLM agent's {model, temperature, system_message,
-// provider_id, max_tokens} or a custom agent's {runtime: javascript, code}
-// or {runtime: webhook, url, secret}.
+// provider_id, max_tokens, tools, max_steps, parallel_tool_calls,
+// on_step_limit} or a custom agent's {runtime: javascript, code} or
+// {runtime: webhook, url, secret}. The tool part is kept as written (no
+// defaults filled in), so that it exports as it was imported.
 type AgentConfig struct {
 	Model         string   `json:"model,omitempty"`
 	Temperature   *float64 `json:"temperature,omitempty" minimum:"0" maximum:"2"`
 	SystemMessage string   `json:"system_message,omitempty"`
 	ProviderID    string   `json:"provider_id,omitempty"`
 	MaxTokens     int      `json:"max_tokens,omitempty"`
-	Runtime       string   `json:"runtime,omitempty" enum:"javascript,webhook"`
-	Code          string   `json:"code,omitempty"`
-	URL           string   `json:"url,omitempty"`
+	// Tools are what an LLM agent's model may call (package tool).
+	Tools             []tool.Spec `json:"tools,omitempty" doc:"LLM agents: the tools the model may call; names unique in the agent"`
+	MaxSteps          int         `json:"max_steps,omitempty" minimum:"1" maximum:"50" doc:"LLM agents with tools: at most this many LLM calls per run, default 10"`
+	ParallelToolCalls *bool       `json:"parallel_tool_calls,omitempty" doc:"LLM agents with tools: run the calls of one answer at once (at most 4), default true"`
+	OnStepLimit       string      `json:"on_step_limit,omitempty" enum:"fail,answer" doc:"LLM agents with tools: at max_steps fail the run (default) or ask for an answer without tools"`
+	Runtime           string      `json:"runtime,omitempty" enum:"javascript,webhook"`
+	Code              string      `json:"code,omitempty"`
+	URL               string      `json:"url,omitempty"`
 	// Secret signs a webhook agent's requests; write-only, stored sealed.
 	Secret string `json:"secret,omitempty" writeOnly:"true" doc:"A webhook agent's signing secret: whsec_ and the base64 of 24 to 64 random bytes (Standard Webhooks). Write-only, stored encrypted, never returned; when omitted the platform generates one and shows it once (webhook_secret)."`
 }
@@ -285,7 +293,23 @@ func decodeManifest(d *decoder, o *object) *Manifest {
 		auths[a.Name] = true
 		m.Authenticators = append(m.Authenticators, a)
 	}
+
+	// A manifest's tools name its own parts, by name (their ids do not
+	// exist yet).
+	parts := &toolParts{functions: selfNames(functions), agents: selfNames(agents), authenticators: auths}
+	for i := range m.Agents {
+		checkToolRefs(d, index(o.at("agents"), i)+".agent_config", &m.Agents[i], parts, m.Agents[i].Name)
+	}
 	return m
+}
+
+// selfNames maps each name to itself.
+func selfNames(names map[string]bool) map[string]string {
+	out := make(map[string]string, len(names))
+	for n := range names {
+		out[n] = n
+	}
+	return out
 }
 
 // decodeHeader validates the app part of a manifest: name, slug, version,
@@ -387,7 +411,11 @@ func decodeAgent(d *decoder, o *object) AgentSpec {
 		if c.get("max_tokens") != nil {
 			a.AgentConfig.MaxTokens = c.integer("max_tokens", 0, 1, 1<<30)
 		}
+		decodeTools(d, c, &a.AgentConfig)
 	case "custom":
+		if c.get("tools") != nil {
+			d.invalid(c.at("tools"), "only an LLM agent calls tools")
+		}
 		switch a.AgentConfig.Runtime = c.oneOf("runtime", "javascript", "webhook"); a.AgentConfig.Runtime {
 		case "javascript":
 			a.AgentConfig.Code = c.str("code", true)

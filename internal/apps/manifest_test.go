@@ -311,3 +311,83 @@ func TestAgentInputSchema(t *testing.T) {
 		})
 	}
 }
+
+// withTools is base() whose LLM agent "a" has tools of every kind.
+func withTools() map[string]any {
+	m := base()
+	cfg := at(m, "agents", 0, "agent_config").(map[string]any)
+	cfg["tools"] = []any{
+		map[string]any{"type": "function", "function": "f"},
+		map[string]any{"type": "agent", "agent": "b", "name": "ask_b", "approval": "always", "timeout_seconds": 600},
+		map[string]any{"type": "http", "name": "weather", "method": "GET", "url": "https://api.example.com/w", "connection": "crm",
+			"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}},
+		map[string]any{"type": "client", "name": "pick"},
+	}
+	cfg["max_steps"], cfg["parallel_tool_calls"], cfg["on_step_limit"] = 5, false, "answer"
+	return m
+}
+
+// TestAgentTools: an LLM agent's tools name the manifest's own functions,
+// agents and authenticators; the tool part is kept as written, and every
+// problem is a 400 naming agents[i].agent_config.tools[j].<field>.
+func TestAgentTools(t *testing.T) {
+	t.Parallel()
+	got, err := parse(t, withTools())
+	require.NoError(t, err)
+	cfg := got.Agents[0].AgentConfig
+	require.Len(t, cfg.Tools, 4)
+	require.Equal(t, "f", cfg.Tools[0].Function)
+	require.Zero(t, cfg.Tools[0].TimeoutSeconds, "a default is left unsaid")
+	require.Equal(t, 600, cfg.Tools[1].TimeoutSeconds)
+	require.Equal(t, 5, cfg.MaxSteps)
+	require.False(t, *cfg.ParallelToolCalls)
+	require.Equal(t, "answer", cfg.OnStepLimit)
+
+	tool := func(m map[string]any, i int) map[string]any {
+		return at(m, "agents", 0, "agent_config", "tools", i).(map[string]any)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(m map[string]any)
+		field  string
+		detail string
+	}{
+		{"unknown function", func(m map[string]any) { tool(m, 0)["function"] = "x" }, "agents[0].agent_config.tools[0].function", "Unknown function: x"},
+		{"unknown agent", func(m map[string]any) { tool(m, 1)["agent"] = "ghost" }, "agents[0].agent_config.tools[1].agent", "Unknown agent: ghost"},
+		{"itself", func(m map[string]any) { tool(m, 1)["agent"] = "a" }, "agents[0].agent_config.tools[1].agent", "cannot call itself"},
+		{"bad name", func(m map[string]any) { tool(m, 1)["name"] = "ask b" }, "agents[0].agent_config.tools[1].name", "must match"},
+		{"duplicate name", func(m map[string]any) { tool(m, 3)["name"] = "weather" }, "agents[0].agent_config.tools[3].name", "duplicate tool name"},
+		{"duplicate default name", func(m map[string]any) { tool(m, 3)["name"] = "f" }, "agents[0].agent_config.tools[3].name", "duplicate tool name"},
+		{"default name invalid", func(m map[string]any) {
+			at(m, "functions", 0).(map[string]any)["name"] = "look up"
+			tool(m, 0)["function"] = "look up"
+			at(m, "pipelines", 0, "steps", 0).(map[string]any)["ref"] = "look up"
+		}, "agents[0].agent_config.tools[0].name", "give the tool a name"},
+		{"unknown type", func(m map[string]any) { tool(m, 0)["type"] = "shell" }, "agents[0].agent_config.tools[0].type", "must be one of"},
+		{"mcp not yet", func(m map[string]any) { tool(m, 0)["type"] = "mcp" }, "agents[0].agent_config.tools[0].type", "not available yet"},
+		{"http without url", func(m map[string]any) { delete(tool(m, 2), "url") }, "agents[0].agent_config.tools[2].url", "Missing required field"},
+		{"http bad method", func(m map[string]any) { tool(m, 2)["method"] = "get" }, "agents[0].agent_config.tools[2].method", "must be one of"},
+		{"unknown connection", func(m map[string]any) { tool(m, 2)["connection"] = "mail" }, "agents[0].agent_config.tools[2].connection", "not an authenticator of the app"},
+		{"parameters not an object schema", func(m map[string]any) { tool(m, 2)["parameters"] = map[string]any{"type": "array"} },
+			"agents[0].agent_config.tools[2].parameters.type", `must be "object"`},
+		{"tools on a custom agent", func(m map[string]any) {
+			at(m, "agents", 1, "agent_config").(map[string]any)["tools"] = []any{map[string]any{"type": "function", "function": "f"}}
+		}, "agents[1].agent_config.tools", "only an LLM agent"},
+		{"max_steps out of range", func(m map[string]any) { at(m, "agents", 0, "agent_config").(map[string]any)["max_steps"] = 51 },
+			"agents[0].agent_config.max_steps", "between 1 and 50"},
+		{"bad on_step_limit", func(m map[string]any) { at(m, "agents", 0, "agent_config").(map[string]any)["on_step_limit"] = "stop" },
+			"agents[0].agent_config.on_step_limit", "fail, answer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := withTools()
+			tc.change(m)
+			_, err := parse(t, m)
+			ae, ok := apperr.As(err)
+			require.True(t, ok, "want a validation error, got %v", err)
+			require.Equal(t, tc.field, ae.Field)
+			require.Contains(t, ae.Detail, tc.detail)
+			require.Contains(t, ae.Detail, tc.field, "the detail names the field")
+		})
+	}
+}

@@ -48,6 +48,9 @@ type Run struct {
 	// TimeoutSeconds is the limit the caller enforces through ctx; the
 	// executor only reports it (e.g. in a sandbox's error).
 	TimeoutSeconds int
+	// IdempotencyKey is the tool call a function runs for
+	// ({activation_id}:{tool_call_id}, the same on every try), else "".
+	IdempotencyKey string
 	// AgentKey is the run's agk_ key (custom agents), else "".
 	AgentKey string
 	// OnDelta receives streamed output fragments (LLM tokens); may be nil.

@@ -170,6 +170,59 @@ type Step struct{ RunID, StepID string }
 // same execution id (ctx.execution.execution_id): the function's own side
 // effects are at-least-once, and may use that id to be idempotent.
 func (s *Service) ExecuteStep(ctx context.Context, userID, appID, ref string, step Step, input json.RawMessage) (*Execution, error) {
+	return s.executeOnce(ctx, userID, appID, ref, origin{step: &step}, input)
+}
+
+// RunTool runs the function called ref (its name, or its id) of the
+// user's app for an agent's tool call, keyed by the call's idempotency key
+// ({activation_id}:{tool_call_id}), as ExecuteStep is by its step: the
+// call's execution recorded once is answered again, never run again; one
+// never recorded runs again under the same execution id, the code seeing
+// the key as ctx.execution.idempotency_key. The result is the output; an
+// input that fails the function's input_schema is a validation error, and
+// a failed execution an error whose text is the function's error.
+func (s *Service) RunTool(ctx context.Context, userID, appID, ref, idempotencyKey string, input json.RawMessage) (json.RawMessage, error) {
+	if idempotencyKey == "" {
+		return nil, errors.New("function: a tool call needs its idempotency key")
+	}
+	e, err := s.executeOnce(ctx, userID, appID, ref, origin{key: idempotencyKey}, input)
+	if err != nil {
+		return nil, err
+	}
+	if e.Error != nil {
+		return nil, errors.New(*e.Error)
+	}
+	return e.Output, nil
+}
+
+// origin is what an execution runs for, when it must run once: a pipeline
+// step or a tool call (by its idempotency key); neither for a plain
+// execution.
+type origin struct {
+	step *Step
+	key  string
+}
+
+// executionID is the execution id of o: the same for every delivery of
+// the step, every try of the call.
+func (o origin) executionID() string {
+	if o.step != nil {
+		return uuid.NewSHA1(uuid.NameSpaceURL, []byte("pipeline-step:"+o.step.RunID+"/"+o.step.StepID)).String()
+	}
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("tool-call:"+o.key)).String()
+}
+
+// recorded is o's execution when one was recorded, else ErrNotFound.
+func (s *Service) recorded(ctx context.Context, o origin) (*store.Execution, error) {
+	if o.step != nil {
+		return s.store.ExecutionGetByStep(ctx, o.step.RunID, o.step.StepID)
+	}
+	return s.store.ExecutionGet(ctx, o.executionID())
+}
+
+// executeOnce runs the function ref of the user's app for o unless o's
+// execution is recorded already, which is then the answer.
+func (s *Service) executeOnce(ctx context.Context, userID, appID, ref string, o origin, input json.RawMessage) (*Execution, error) {
 	f, err := s.store.FunctionGetByName(ctx, appID, ref)
 	if errors.Is(err, store.ErrNotFound) && uuid.Validate(ref) == nil {
 		f, err = s.store.FunctionGet(ctx, ref)
@@ -180,29 +233,27 @@ func (s *Service) ExecuteStep(ctx context.Context, userID, appID, ref string, st
 	if err != nil {
 		return nil, err
 	}
-	if e, err := s.store.ExecutionGetByStep(ctx, step.RunID, step.StepID); err == nil {
+	if e, err := s.recorded(ctx, o); err == nil {
 		return answer(e, nil), nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	return s.execute(ctx, f, input, &step)
+	return s.execute(ctx, f, input, &o)
 }
 
-// stepExecutionID is the execution id of a pipeline step: the same for
-// every delivery of the step.
-func stepExecutionID(st *Step) string {
-	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("pipeline-step:"+st.RunID+"/"+st.StepID)).String()
-}
-
-// execute runs f with input; step, when not nil, is the pipeline step the
-// execution runs for.
-func (s *Service) execute(ctx context.Context, f *store.Function, input json.RawMessage, step *Step) (*Execution, error) {
+// execute runs f with input; o, when not nil, is what the execution runs
+// for.
+func (s *Service) execute(ctx context.Context, f *store.Function, input json.RawMessage, o *origin) (*Execution, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}")
 	}
 	e := &store.Execution{ID: uuid.Must(uuid.NewV7()).String(), FunctionID: f.ID, AppID: f.AppID, UserID: f.UserID, Input: input, CreatedAt: s.now()}
-	if step != nil {
-		e.ID, e.PipelineRunID, e.PipelineStep = stepExecutionID(step), step.RunID, step.StepID
+	key := ""
+	if o != nil {
+		e.ID, key = o.executionID(), o.key
+		if o.step != nil {
+			e.PipelineRunID, e.PipelineStep = o.step.RunID, o.step.StepID
+		}
 	}
 	timeout := time.Duration(max(f.TimeoutSeconds, 1)) * time.Second
 	// The input's validation is part of the run: it stops at the run's
@@ -217,7 +268,7 @@ func (s *Service) execute(ctx context.Context, f *store.Function, input json.Raw
 	if runErr == nil {
 		cfg, _ := json.Marshal(map[string]string{"runtime": "javascript", "code": f.Code})
 		res, runErr = s.run.Execute(runCtx, &executor.Run{Kind: executor.Execution, ID: e.ID, UserID: f.UserID, AppID: f.AppID,
-			FunctionID: f.ID, CreatedAt: e.CreatedAt, Input: input, Config: cfg, TimeoutSeconds: f.TimeoutSeconds})
+			FunctionID: f.ID, CreatedAt: e.CreatedAt, Input: input, Config: cfg, TimeoutSeconds: f.TimeoutSeconds, IdempotencyKey: key})
 	}
 	cause := context.Cause(runCtx)
 	cancel()
@@ -244,10 +295,10 @@ func (s *Service) execute(ctx context.Context, f *store.Function, input json.Raw
 	}
 	// Recorded whatever the caller does next; the run has happened.
 	if err := s.store.ExecutionCreate(context.WithoutCancel(ctx), e); err != nil {
-		if step != nil && errors.Is(err, store.ErrConflict) {
-			// Another delivery of the step recorded it first: that one
-			// stands.
-			if first, err := s.store.ExecutionGetByStep(context.WithoutCancel(ctx), step.RunID, step.StepID); err == nil {
+		if o != nil && errors.Is(err, store.ErrConflict) {
+			// Another delivery of the step (try of the call) recorded it
+			// first: that one stands.
+			if first, err := s.recorded(context.WithoutCancel(ctx), *o); err == nil {
 				return answer(first, nil), nil
 			}
 		}

@@ -41,3 +41,16 @@ func New(cfg Config) (Client, error) {
 	}
 	return nil, fmt.Errorf("llm: unknown provider type %q", cfg.Type)
 }
+
+// CanCallTools says whether providers of providerType take tools: an agent
+// with tools on one that cannot is refused when saved. Every type today
+// can (OpenAI-compatible and Anthropic through their SDKs, echo by its
+// "call <tool> <json>" convention); a type added later that cannot says so
+// here.
+func CanCallTools(providerType string) bool {
+	switch providerType {
+	case TypeEcho, TypeOpenAI, TypeOpenAICompatible, TypeAnthropic:
+		return true
+	}
+	return false
+}

@@ -285,3 +285,12 @@ func TestUnknownType(t *testing.T) {
 	_, err := llm.New(llm.Config{ID: "x", Type: "gemini"})
 	require.Error(t, err)
 }
+
+// TestCanCallTools: every provider type calls tools; an unknown one does not.
+func TestCanCallTools(t *testing.T) {
+	t.Parallel()
+	for _, typ := range llm.Types {
+		require.True(t, llm.CanCallTools(typ), typ)
+	}
+	require.False(t, llm.CanCallTools("gemini"))
+}

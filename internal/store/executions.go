@@ -51,6 +51,13 @@ func (s *Store) ExecutionGetByStep(ctx context.Context, runID, stepID string) (*
 	return &e, mapErr(err)
 }
 
+// ExecutionGet returns execution id, or ErrNotFound.
+func (s *Store) ExecutionGet(ctx context.Context, id string) (*Execution, error) {
+	var e Execution
+	err := scanExecution(s.reader().QueryRowContext(ctx, `SELECT `+executionColumns+` FROM function_executions WHERE id = $1`, id), &e)
+	return &e, mapErr(err)
+}
+
 // ExecutionCreate records an ended execution, with its logs.
 func (s *Store) ExecutionCreate(ctx context.Context, e *Execution) error {
 	var output, errText any

@@ -147,7 +147,13 @@ func (j *JavaScript) fields(run *executor.Run) (json.RawMessage, error) {
 	}
 	switch run.Kind {
 	case executor.Execution:
-		f["execution"] = map[string]any{"execution_id": run.ID, "function_id": run.FunctionID, "app_id": run.AppID}
+		// idempotency_key is null outside a tool call: always there, so
+		// code tests it rather than its presence.
+		var key any
+		if run.IdempotencyKey != "" {
+			key = run.IdempotencyKey
+		}
+		f["execution"] = map[string]any{"execution_id": run.ID, "function_id": run.FunctionID, "app_id": run.AppID, "idempotency_key": key}
 	default:
 		f["activation"] = map[string]any{"activation_id": run.ID, "agent_id": run.AgentID, "app_id": run.AppID,
 			"context": raw(run.Context), "metadata": raw(run.Metadata)}
