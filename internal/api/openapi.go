@@ -465,6 +465,7 @@ var notUUIDIds = map[string]bool{
 	"provider_id":      true, // an LLM provider: system providers' ids are names (echo, openai, anthropic)
 	"webhook_id":       true, // msg_<uuid>, the Standard Webhooks message id
 	"resource_id":      true, // any audited resource, an LLM provider (a name) included
+	"tool_call_id":     true, // the model's own (OpenAI's call_…, Anthropic's toolu_…)
 	"LLMProvider.id":   true, // system providers' ids are names
 	"Step.id":          true, // a name the pipeline's author chose
 	"StepState.id":     true,

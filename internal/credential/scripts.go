@@ -90,3 +90,19 @@ func (s Scripts) Call(ctx context.Context, userID, appID, method string, raw jso
 	}
 	return json.Marshal(out)
 }
+
+// Tools hands the credential service to HTTP tools (tool.TokenSource):
+// the access token of the user's connection to an app's authenticator,
+// refreshed as get_credentials refreshes it.
+type Tools struct{ *Service }
+
+// AccessToken is the fresh access token of userID's connection to
+// authenticator in appID.
+func (s Tools) AccessToken(ctx context.Context, userID, appID, authenticator string) (string, error) {
+	c := &auth.Caller{UserID: userID, Kind: auth.KindAgentKey, AppID: appID}
+	creds, err := s.Get(ctx, c, appID, authenticator, nil)
+	if err != nil {
+		return "", err
+	}
+	return creds.AccessToken, nil
+}

@@ -40,6 +40,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/router"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/tool"
 	"github.com/agentplatform/agentplatform/internal/web"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
@@ -216,6 +217,10 @@ func (s *Server) build(ctx context.Context) error {
 		// A run's agent key ends with its activation, whatever ends it.
 		EndHooks: []activation.EndHook{s.Auth.EndAgentKey},
 	}, activation.Options{WorkerID: workerID, Concurrency: s.Config.Workers, HeartbeatEvery: s.opts.HeartbeatEvery, DeadAfter: s.opts.DeadAfter})
+	// An LLM agent's tools run functions, other agents (child activations)
+	// and HTTP calls through the egress guard.
+	llmExec.Tools = &tool.Kit{Store: s.Store, Functions: s.Functions, Agents: s.Activations,
+		HTTP: s.Egress.Client(egress.Options{Field: "url"}), Credentials: credential.Tools{Service: s.Credentials}}
 	s.Pipelines = pipeline.New(s.Store, s.Auth, s.Apps, s.Activations, s.Functions, s.Events, s.Queue, s.Log)
 	s.Pipelines.Quotas = s.Config.Quotas
 	// A pipeline's agent step moves its run on when its activation ends.

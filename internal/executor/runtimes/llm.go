@@ -1,6 +1,7 @@
 package runtimes
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +14,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/tool"
 )
 
 // ResolveFunc turns a provider_id ("" for the default) into its client, id
@@ -29,6 +31,8 @@ type LLM struct {
 	// provider error (then doubled); ProviderRetries how many are made.
 	RetryBackoff    time.Duration
 	ProviderRetries int
+	// Tools builds the tools of agents that have some; nil runs none.
+	Tools *tool.Kit
 }
 
 // NewLLM returns the LLM executor with the default retries.
@@ -135,6 +139,16 @@ func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result,
 	}
 	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(run.Input)})
 
+	// Most agents have no tools: they do not pay for parsing them.
+	if bytes.Contains(run.Config, []byte(`"tools"`)) {
+		tools, err := tool.ParseConfig(run.Config)
+		if err != nil {
+			return nil, err
+		}
+		if tools != nil && len(tools.Tools) > 0 {
+			return e.runLoop(ctx, run, p, req, tools)
+		}
+	}
 	res, err := e.Complete(ctx, p.Client, req)
 	if err != nil {
 		return nil, err
