@@ -6,6 +6,7 @@
 package llmtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -105,6 +106,7 @@ type Server struct {
 	arrived  chan struct{} // closed and replaced on every call, for WaitCalls
 	raw      *rawAnswer    // non-nil: every call gets it instead of a completion
 	queue    []Reply       // scripted answers, before reply
+	script   Script        // answers from the request, before all else
 	callIDs  int           // tool call ids given so far
 }
 
@@ -212,6 +214,20 @@ func (s *Server) Queue(replies ...Reply) {
 		}
 		s.queue = append(s.queue, r)
 	}
+}
+
+// Script answers a call from what it asked: the reply of a conversation
+// that depends on its history (a tool loop whose calls may be repeated
+// after a crash). It may block until ctx ends (the caller gave up); ok
+// false answers as if there were no script.
+type Script func(ctx context.Context, rec Recorded) (r Reply, ok bool)
+
+// SetScript makes fn answer every following call it knows; nil removes it.
+// Calls fn answers still count and are recorded.
+func (s *Server) SetScript(fn Script) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = fn
 }
 
 // SetToolCalls makes the next answer call the tools: Queue of one answer
@@ -360,8 +376,20 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		s.failN--
 		fail = s.failCode
 	}
+	script := s.script
 	var answer Reply
-	if err == nil && fail == 0 && raw == nil && len(s.queue) > 0 {
+	scripted := false
+	if err == nil && fail == 0 && raw == nil && script != nil {
+		s.mu.Unlock()
+		answer, scripted = script(r.Context(), rec)
+		if r.Context().Err() != nil {
+			return
+		}
+		s.mu.Lock()
+	}
+	if scripted {
+		// answered by the script
+	} else if err == nil && fail == 0 && raw == nil && len(s.queue) > 0 {
 		answer = s.queue[0]
 		s.queue = s.queue[1:]
 	} else if reply != "" {
