@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -12,8 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/events"
+	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
 )
 
 // BenchmarkGetMeWithAPIKey is the hot authenticated read end to end: HTTP,
@@ -51,64 +56,123 @@ func BenchmarkGetMeWithAPIKey(b *testing.B) {
 func BenchmarkActivateToComplete(b *testing.B) {
 	for _, d := range testdb.Dialects {
 		b.Run(string(d), func(b *testing.B) {
-			e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_WORKERS": "16"})
-			token := e.signup("bench@example.com")
-			key := e.keyWith(token, "write:all")
-			f := e.llmAgent(token, nil, 0)
-			me := e.do("GET", "/api/v1/users/me", nil, bearer(key)).expect(b, 200)
-			sub := e.srv.Events.Subscribe(me.str("id"), events.Filter{}, 1<<16)
-			defer sub.Close()
-			var mu sync.Mutex
-			waiting := map[string]chan struct{}{}
-			go func() {
-				for ev := range sub.C {
-					if ev.Type == events.ActivationCompleted || ev.Type == events.ActivationFailed {
-						mu.Lock()
-						if ch, ok := waiting[ev.ActivationID]; ok {
-							close(ch)
-							delete(waiting, ev.ActivationID)
-						}
-						mu.Unlock()
-					}
-				}
-			}()
-			client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
-			body := []byte(`{"input_data":{"prompt":"hello"}}`)
-			url := e.url + "/api/v1/agents/" + f.agentID + "/activate"
-			b.ReportAllocs()
-			b.SetParallelism(8) // 16 concurrent activations on 2 CPUs
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					var created struct {
-						ID string `json:"activation_id"`
-					}
-					if _, err := benchPost(client, url, key, body, &created); err != nil {
-						b.Error(err)
-						return
-					}
-					ch := make(chan struct{})
-					mu.Lock()
-					waiting[created.ID] = ch
-					mu.Unlock()
-					// The completion may have been seen before we waited for it.
-					a, err := e.srv.Store.ActivationGet(context.Background(), created.ID)
-					if err == nil && (a.Status == "completed" || a.Status == "failed") {
-						mu.Lock()
-						delete(waiting, created.ID)
-						mu.Unlock()
-						continue
-					}
-					select {
-					case <-ch:
-					case <-time.After(30 * time.Second):
-						b.Errorf("activation %s did not complete", created.ID)
-						return
-					}
-				}
-			})
+			benchActivateToComplete(b, newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_WORKERS": "16"}), 0)
 		})
 	}
+}
+
+// BenchmarkActivateBesideWaiting is BenchmarkActivateToComplete with 0 or
+// 10,000 activations of the same user waiting for an approval meanwhile:
+// waiting runs hold no slot, no worker and no River fetch, so new ones
+// should not slow down.
+func BenchmarkActivateBesideWaiting(b *testing.B) {
+	for _, d := range testdb.Dialects {
+		for _, n := range []int{0, 10000} {
+			b.Run(fmt.Sprintf("%s/waiting=%d", d, n), func(b *testing.B) {
+				benchActivateToComplete(b, newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_WORKERS": "16"}), n)
+			})
+		}
+	}
+}
+
+// seedWaiting records n activations of agentID waiting for an approval,
+// as a run's wait records them (the activation, its wait step, its
+// waitpoint and the job of its timeout), in transactions of 500.
+func seedWaiting(b *testing.B, e *env, userID, agentID string, n int) {
+	ctx := context.Background()
+	for done := 0; done < n; {
+		err := e.srv.Store.InTx(ctx, func(tx *store.Store) error {
+			for i := 0; i < 500 && done < n; i, done = i+1, done+1 {
+				now := store.Now()
+				a := &store.Activation{ID: uuid.NewString(), UserID: userID, AgentID: agentID, Status: store.StatusRunning,
+					InputData: json.RawMessage(`{"prompt":"wait"}`), Priority: 2, CreatedAt: now, StartedAt: &now, Attempt: 1, WorkerID: "w"}
+				if err := tx.ActivationCreate(ctx, a); err != nil {
+					return err
+				}
+				wp := &store.Waitpoint{ID: uuid.NewString(), ActivationID: a.ID, UserID: userID, Kind: store.WaitApproval,
+					ToolCalls: json.RawMessage(`[{"tool_call_id":"c1","name":"t","arguments":{}}]`), StepIndex: 0,
+					ExpiresAt: now.Add(24 * time.Hour), CreatedAt: now}
+				if err := tx.StepsInsert(ctx, &store.Step{ActivationID: a.ID, Index: 0, Kind: store.StepWait, Status: store.StepWaiting, StartedAt: now}); err != nil {
+					return err
+				}
+				if err := tx.WaitpointCreate(ctx, wp); err != nil {
+					return err
+				}
+				if _, err := tx.ActivationWait(ctx, a.ID, "w", json.RawMessage(`{"waitpoint_id":"`+wp.ID+`"}`)); err != nil {
+					return err
+				}
+				if _, err := e.srv.Queue.InsertTx(ctx, tx, activation.WaitTimeoutArgs{WaitpointID: wp.ID},
+					&river.InsertOpts{ScheduledAt: wp.ExpiresAt}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchActivateToComplete(b *testing.B, e *env, beside int) {
+	token := e.signup("bench@example.com")
+	key := e.keyWith(token, "write:all")
+	f := e.llmAgent(token, nil, 0)
+	me := e.do("GET", "/api/v1/users/me", nil, bearer(key)).expect(b, 200)
+	if beside > 0 {
+		seedWaiting(b, e, me.str("id"), f.agentID, beside)
+	}
+	sub := e.srv.Events.Subscribe(me.str("id"), events.Filter{}, 1<<16)
+	defer sub.Close()
+	var mu sync.Mutex
+	waiting := map[string]chan struct{}{}
+	go func() {
+		for ev := range sub.C {
+			if ev.Type == events.ActivationCompleted || ev.Type == events.ActivationFailed {
+				mu.Lock()
+				if ch, ok := waiting[ev.ActivationID]; ok {
+					close(ch)
+					delete(waiting, ev.ActivationID)
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	body := []byte(`{"input_data":{"prompt":"hello"}}`)
+	url := e.url + "/api/v1/agents/" + f.agentID + "/activate"
+	b.ReportAllocs()
+	b.SetParallelism(8) // 16 concurrent activations on 2 CPUs
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			var created struct {
+				ID string `json:"activation_id"`
+			}
+			if _, err := benchPost(client, url, key, body, &created); err != nil {
+				b.Error(err)
+				return
+			}
+			ch := make(chan struct{})
+			mu.Lock()
+			waiting[created.ID] = ch
+			mu.Unlock()
+			// The completion may have been seen before we waited for it.
+			a, err := e.srv.Store.ActivationGet(context.Background(), created.ID)
+			if err == nil && (a.Status == "completed" || a.Status == "failed") {
+				mu.Lock()
+				delete(waiting, created.ID)
+				mu.Unlock()
+				continue
+			}
+			select {
+			case <-ch:
+			case <-time.After(30 * time.Second):
+				b.Errorf("activation %s did not complete", created.ID)
+				return
+			}
+		}
+	})
 }
 
 // BenchmarkActivateCreate is the create path alone: the HTTP activate call
