@@ -38,7 +38,7 @@ func (s *Service) RunChild(ctx context.Context, parent *executor.Run, agent *sto
 		return nil, err
 	}
 	for !Ended(a) {
-		if a, err = s.Wait(ctx, a, MaxWait); err != nil {
+		if a, err = s.wait(ctx, a, MaxWait, false); err != nil {
 			return nil, err
 		}
 		if ctx.Err() != nil {

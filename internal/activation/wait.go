@@ -20,11 +20,19 @@ func Ended(a *store.Activation) bool {
 // waitPoll is how often Wait reads the state when it cannot hear events.
 const waitPoll = 500 * time.Millisecond
 
-// Wait returns activation a once it has ended, or as it stands after d,
-// whichever comes first. It listens for the end event (on any node, through
+// Wait returns activation a once it has ended or waits for an answer (a
+// person's approval, its caller's tool results: nothing more happens
+// until someone answers), or as it stands after d, whichever comes first. It listens for the end event (on any node, through
 // the bus) rather than polling the database.
 func (s *Service) Wait(ctx context.Context, a *store.Activation, d time.Duration) (*store.Activation, error) {
-	if Ended(a) || d <= 0 {
+	return s.wait(ctx, a, d, true)
+}
+
+// wait is Wait; orAnswer false waits for the end only (a parent for its
+// child, whose waits are not the parent's to answer).
+func (s *Service) wait(ctx context.Context, a *store.Activation, d time.Duration, orAnswer bool) (*store.Activation, error) {
+	stop := func(a *store.Activation) bool { return Ended(a) || (orAnswer && a.Waiting != nil) }
+	if stop(a) || d <= 0 {
 		return a, nil
 	}
 	// Subscribe before reading the state: an end committed meanwhile is
@@ -43,7 +51,7 @@ func (s *Service) Wait(ctx context.Context, a *store.Activation, d time.Duration
 		if err != nil {
 			return nil, err
 		}
-		if Ended(cur) {
+		if stop(cur) {
 			return cur, nil
 		}
 		a = cur
@@ -66,7 +74,7 @@ func (s *Service) Wait(ctx context.Context, a *store.Activation, d time.Duration
 					poll = t.C
 					break listen
 				}
-				if ev.Type == events.ActivationCompleted || ev.Type == events.ActivationFailed {
+				if ev.Type == events.ActivationCompleted || ev.Type == events.ActivationFailed || (orAnswer && ev.Type == events.ActivationWaiting) {
 					break listen
 				}
 			}

@@ -104,7 +104,7 @@ func (h IdempotencyHeader) key() string { return strings.TrimSpace(h.Idempotency
 
 // PreferHeader is create-and-wait's request header (RFC 7240).
 type PreferHeader struct {
-	Prefer string `header:"Prefer" doc:"wait=N (whole seconds, at most 60; more is taken as 60): answer once the activation has ended, or after N s with its state then. Other preferences are ignored."`
+	Prefer string `header:"Prefer" doc:"wait=N (whole seconds, at most 60; more is taken as 60): answer once the activation has ended or waits for an answer (an approval, client tool results), or after N s with its state then. Other preferences are ignored."`
 }
 
 // CreatedHeaders are the answer headers of every activate call.

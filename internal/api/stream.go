@@ -276,7 +276,8 @@ func (a *API) streams(op huma.Operation) huma.Operation {
 		op.Description += "\n\n"
 	}
 	op.Description += "Create-and-wait: with `Prefer: wait=N` (RFC 7240; whole seconds, at most 60 — a larger N is taken as 60) " +
-		"the answer comes once the activation has ended, or after N s with the activation as it stands then; " +
+		"the answer comes once the activation has ended or waits for an answer (`waiting`: an approval, client tool results), " +
+		"or after N s with the activation as it stands then; " +
 		"`Preference-Applied: wait=N` says so. " +
 		"Create-and-stream: with `Accept: text/event-stream` the answer (201) is the activation's stream from its first token " +
 		"(`event: token`, then `event: activation` with the full record), and `Prefer` is not applied; " +
