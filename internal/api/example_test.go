@@ -20,7 +20,7 @@ func TestExampleCustomAgentFunctionPipeline(t *testing.T) {
 		session := e.signup("ada@example.com")
 		key := e.keyWith(session, "read:all", "write:all")
 		imported := e.importManifest(key, exampleManifest(t)).expect(t, 201)
-		require.Equal(t, map[string]any{"agents": 2.0, "models": 1.0, "functions": 1.0, "pipelines": 1.0, "authenticators": 1.0},
+		require.Equal(t, map[string]any{"agents": 3.0, "models": 1.0, "functions": 3.0, "pipelines": 1.0, "authenticators": 1.0},
 			imported.JSON["created"])
 		appID := imported.str("app_id")
 		var router string
@@ -123,5 +123,52 @@ func TestExampleCustomAgentFunctionPipeline(t *testing.T) {
 		require.Equal(t, 1.0, runs.JSON["total_count"])
 		require.Equal(t, runID, list(runs, "runs")[0]["run_id"])
 		require.Equal(t, 2.0, e.do("GET", tickets, nil, bearer(key)).expect(t, 200).JSON["total_count"])
+	})
+}
+
+// TestExampleFrontDeskUsesTools is the README's walkthrough of the
+// example's front-desk: the echo model calls the two function tools and
+// the escalate HTTP tool, which waits for a person's approval; the
+// approval lets the run go on to its answer.
+func TestExampleFrontDeskUsesTools(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		key := e.keyWith(e.signup("grace@example.com"), "read:all", "write:all")
+		appID := e.importManifest(key, exampleManifest(t)).expect(t, 201).str("app_id")
+		desk := e.agentNamed(key, appID, "front-desk")
+
+		prompt := "call customer_tickets {\"customer_email\": \"grace@example.com\"}\n" +
+			"call record_ticket {\"subject\": \"Charged twice\", \"body\": \"Two charges for one order.\", \"customer_email\": \"grace@example.com\", \"priority\": \"high\"}\n" +
+			"call escalate {\"customer_email\": \"grace@example.com\", \"reason\": \"double charge\"}"
+		r := e.do("POST", "/api/v1/apps/"+appID+"/agents/"+desk+"/activate", map[string]any{"input_data": map[string]any{"prompt": prompt}},
+			bearer(key), header("Prefer", "wait=10")).expect(t, 201)
+		require.Equal(t, "running", r.str("status"), "create-and-wait answers once the run waits")
+		id := r.str("activation_id")
+		w := r.JSON["waiting"].(map[string]any)
+		require.Equal(t, "approval", w["kind"])
+		call := w["tool_calls"].([]any)[0].(map[string]any)
+		require.Equal(t, "escalate", call["name"])
+		require.Equal(t, "call_1_3", call["tool_call_id"])
+		require.Equal(t, []string{"llm:completed", "tool:completed", "tool:completed", "tool:waiting", "wait:waiting"}, kinds(steps(e, key, id)))
+		recorded := steps(e, key, id)[2]["output"].(map[string]any)
+		require.Equal(t, "Charged twice", recorded["subject"])
+
+		e.do("POST", "/api/v1/activations/"+id+"/waitpoints/"+w["waitpoint_id"].(string),
+			map[string]any{"decisions": []any{map[string]any{"tool_call_id": "call_1_3", "type": "approve"}}}, bearer(key)).expect(t, 202)
+		done := e.await(key, id)
+		require.Equal(t, "completed", done.str("status"), done.str("error"))
+		out := done.JSON["output_data"].(map[string]any)
+		require.EqualValues(t, 6, out["steps"])
+		st := steps(e, key, id)
+		require.EqualValues(t, 0, st[1]["output"].(map[string]any)["total"], "the lookup ran first (parallel_tool_calls false): no tickets before")
+		require.Equal(t, []string{"llm:completed", "tool:completed", "tool:completed", "tool:failed", "wait:completed", "llm:completed"}, kinds(st))
+		// helpdesk.example.com is a placeholder: the call fails and the
+		// model is told, as it would be of any failing tool.
+		require.Contains(t, st[3]["error"], "helpdesk.example.com")
+
+		// The ticket was recorded once.
+		items := list(e.do("GET", "/api/v1/data/"+appID+"/tickets", nil, bearer(key)).expect(t, 200), "items")
+		require.Len(t, items, 1)
 	})
 }
