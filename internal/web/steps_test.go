@@ -26,8 +26,9 @@ type seeded struct {
 
 // seedWait stores an activation of app appID's LLM agent (ann's, whose
 // finished activation done gives the ids) that waits, as its run would
-// have left it: an LLM step that asked for lookup, a tool step whose
-// result is result (it ran before), and a wait of kind on a second call.
+// have left it: an LLM step that asked for lookup twice, the first call's
+// step with result (it ran), the second's waiting, and a wait of kind on
+// it.
 // It is the page's state without a model: the answer then resumes it as
 // any waiting run, through the real service.
 func seedWait(t testing.TB, env *webtest.Env, done, kind, result string) seeded {
@@ -49,15 +50,17 @@ func seedWait(t testing.TB, env *webtest.Env, done, kind, result string) seeded 
 			Usage:  json.RawMessage(`{"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}`)},
 		{ActivationID: a.ID, Index: 1, Kind: store.StepTool, Name: "lookup", ToolCallID: "call_1_0", Status: store.StepCompleted,
 			Input: json.RawMessage(`{"email":"x@y.z"}`), Output: json.RawMessage(result), StartedAt: ended, EndedAt: &ended},
+		{ActivationID: a.ID, Index: 2, Kind: store.StepTool, Name: "lookup", ToolCallID: "call_1_1", Status: store.StepWaiting,
+			Input: json.RawMessage(`{"email":"a@b.c"}`), StartedAt: ended},
 	}
 	require.NoError(t, s.StepsInsert(ctx, steps...))
-	wp := &store.Waitpoint{ID: uuid.Must(uuid.NewV7()).String(), ActivationID: a.ID, UserID: a.UserID, Kind: kind, StepIndex: 2,
+	wp := &store.Waitpoint{ID: uuid.Must(uuid.NewV7()).String(), ActivationID: a.ID, UserID: a.UserID, Kind: kind, StepIndex: 3,
 		ExpiresAt: now.Add(time.Hour), CreatedAt: now}
 	wp.ToolCalls, err = json.Marshal(calls)
 	require.NoError(t, err)
 	waiting, err := json.Marshal(activation.Waiting{WaitpointID: wp.ID, Kind: kind, ToolCalls: calls, ExpiresAt: wp.ExpiresAt})
 	require.NoError(t, err)
-	require.NoError(t, s.StepsInsert(ctx, &store.Step{ActivationID: a.ID, Index: 2, Kind: store.StepWait, Status: store.StepWaiting,
+	require.NoError(t, s.StepsInsert(ctx, &store.Step{ActivationID: a.ID, Index: 3, Kind: store.StepWait, Status: store.StepWaiting,
 		Input: waiting, StartedAt: ended}))
 	require.NoError(t, s.WaitpointCreate(ctx, wp))
 	ok, err := s.ActivationWait(ctx, a.ID, "seed", waiting)
@@ -151,5 +154,122 @@ func TestWaitingPages(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, r.StatusCode, r.Body)
 		page = call(t, env, "GET", path, "", "", cookie(ann)...)
 		require.Contains(t, page.Body, "data-wait-form", "still waiting")
+	})
+}
+
+// toolsManifest is an app whose echo agent "clerk" calls the function
+// lookup only once a person approves; lookup's result carries markup.
+func toolsManifest(t testing.TB) string {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{
+		"name": "Tools", "slug": "tools", "version": "1.0.0",
+		"functions": []map[string]any{{"name": "lookup", "input_schema": map[string]any{"type": "object"},
+			"code": `async function run(input) { return {tickets: [input.email], note: "<script>alert(1)</script>"}; }`}},
+		"agents": []map[string]any{{"name": "clerk", "agent_type_id": "llm", "timeout_seconds": 60,
+			"agent_config": map[string]any{"provider_id": "echo", "model": "echo",
+				"tools": []map[string]any{{"type": "function", "function": "lookup", "approval": "always"}}}}},
+	})
+	require.NoError(t, err)
+	return string(b)
+}
+
+// lookupPrompt makes echo call lookup with email.
+func lookupPrompt(email string) string {
+	b, _ := json.Marshal(map[string]any{"prompt": `call lookup {"email":"` + email + `"}`})
+	return string(b)
+}
+
+// TestBrowserApproveEditReject is a person answering an agent's tool
+// calls, in a real browser: an activation started from the app page
+// waits, listed there with its call; its page shows the LLM's step and
+// the call, and Approve makes the run go on and end with the tool's
+// result (markup shown as text) and the answer, without a reload. Edit
+// runs the call with other arguments (bad JSON refused first), and Reject
+// on the app page tells the model why.
+func TestBrowserApproveEditReject(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		env := webtest.Start(t, d, nil)
+		ann := signup(t, env, "ann@example.com")
+		r := call(t, env, "POST", "/api/v1/apps/import-manifest", "application/json", toolsManifest(t), "Authorization", "Bearer "+ann)
+		require.Equal(t, http.StatusCreated, r.StatusCode, r.Body)
+		var app struct {
+			ID string `json:"app_id"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.Body), &app))
+		clerk := agentID(t, env, ann, app.ID, "clerk")
+
+		b := webtest.NewBrowser(t, env.URL, webtest.Options{Timeout: 150 * time.Second})
+		logIn(b, "ann@example.com")
+		b.Open("/apps/" + app.ID)
+		b.WaitText("h1", "Tools")
+		require.True(t, webtest.Eval[bool](b, `window.sameDocument = true`))
+
+		// Started here, it waits: the app page lists it with its call.
+		form := "#agent-" + clerk + " form[data-activate-form]"
+		b.SetValue(form+" textarea", lookupPrompt("a@b.c"))
+		b.Click(form + " button[type=submit]")
+		card := b.WaitText("[data-list=waiting] li", "lookup")
+		require.Contains(t, card, `"email": "a@b.c"`)
+		require.Contains(t, card, "clerk")
+		b.WaitText("[data-list=activations] tbody tr:first-child [data-cell=status]", "waiting")
+		require.True(t, webtest.Eval[bool](b, `window.sameDocument === true`), "no reload")
+		b.Shot("app-waiting")
+
+		// Its page: the LLM's step, the call waiting, the buttons.
+		b.Click("[data-list=waiting] li a[href*='/activations/']")
+		b.WaitText("h1", "Activation of clerk")
+		b.WaitText("[data-field=status]", "waiting")
+		steps := b.WaitText("[data-list=steps]", "The model asks for 1 tool call")
+		require.Contains(t, steps, "Tool lookup")
+		waiting := b.WaitText("[data-run] section.waiting", "Waiting for you")
+		require.Contains(t, waiting, `"email": "a@b.c"`)
+		b.Shot("activation-waiting")
+		require.True(t, webtest.Eval[bool](b, `window.sameDocument = true`))
+		b.Click("[data-run] button[data-decide=approve]")
+		b.WaitText("[data-field=status]", "completed")
+		result := b.WaitText("[data-list=steps] [data-kind=tool] [data-field=result]", "a@b.c")
+		require.Contains(t, result, "<script>alert(1)</script>", "markup shown as text")
+		require.Zero(t, webtest.Eval[int](b, `document.querySelectorAll("[data-run] script, [data-run] img").length`))
+		b.WaitText("[data-list=steps] [data-kind=wait]", "approved")
+		b.WaitText("[data-list=steps] li:last-child", "echo: ")
+		b.WaitText("[data-field=output]", "echo: ")
+		require.Zero(t, webtest.Eval[int](b, `document.querySelectorAll("[data-run] section.waiting").length`), "waits no more")
+		require.True(t, webtest.Eval[bool](b, `window.sameDocument === true`), "no reload")
+		b.Shot("activation-approved")
+
+		// Edit, on the activation's page, which it starts to wait on live.
+		id := activate(t, env, ann, app.ID, clerk, lookupPrompt("x@y.z"), false)
+		b.Open("/apps/" + app.ID + "/activations/" + id)
+		b.WaitText("[data-run] section.waiting", "x@y.z")
+		b.Click("[data-run] button[data-open=edit]")
+		b.SetValue("[data-run] textarea[name=arguments]", `{"email": `)
+		b.Click("[data-run] button[data-decide=edit]")
+		b.WaitText("[data-run] [data-error-for=arguments]", "not valid JSON")
+		b.Shot("activation-edit-error")
+		b.SetValue("[data-run] textarea[name=arguments]", `{"email": "edited@b.c"}`)
+		b.Click("[data-run] button[data-decide=edit]")
+		b.WaitText("[data-field=status]", "completed")
+		b.WaitText("[data-list=steps] [data-kind=tool] [data-field=result]", "edited@b.c")
+		b.WaitText("[data-list=steps] [data-kind=wait]", "edited; runs with")
+		b.Shot("activation-edited")
+
+		// Reject, from the app page's list, with a message for the model.
+		id = activate(t, env, ann, app.ID, clerk, lookupPrompt("no@b.c"), false)
+		b.Open("/apps/" + app.ID)
+		item := `[data-list=waiting] li[data-waiting="` + id + `"]`
+		b.WaitText(item, "no@b.c")
+		b.Click(item + " button[data-open=reject]")
+		b.Fill(item+" input[name=message]", "Not this customer")
+		b.Shot("app-reject")
+		b.Click(item + " button[data-decide=reject]")
+		row := `[data-list=activations] tr[data-activation-id="` + id + `"]`
+		b.WaitText(row+" [data-cell=status]", "completed")
+		b.Until(`!document.querySelector('`+item+`')`, "the answered one to leave the list")
+		b.Shot("app-rejected")
+		b.Open("/apps/" + app.ID + "/activations/" + id)
+		b.WaitText("[data-list=steps] [data-kind=tool]", "Not this customer")
+		b.WaitText("[data-list=steps] [data-kind=wait]", "rejected")
+		b.Shot("activation-rejected")
 	})
 }

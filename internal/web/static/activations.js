@@ -149,7 +149,12 @@
       if (since >= 0) url += "&since=" + since;
       var ws = new WebSocket(url);
       socket = ws;
-      ws.addEventListener("open", function () { tries = 0; });
+      ws.addEventListener("open", function () {
+        tries = 0;
+        // What changed between the page's rendering and this first
+        // connection came as no event: fetch the live parts again.
+        if (since < 0) reloadLive();
+      });
       ws.addEventListener("message", function (m) {
         var ev;
         try { ev = JSON.parse(m.data); } catch (e) { return; }
@@ -222,10 +227,24 @@
           box.replaceWith(fresh);
           AP.localTimes(fresh);
           box = fresh;
+          reloaded(fresh);
         }
       }
       if (state.again) reload(sel);
     });
+  }
+  // reloaded shows the statuses a fresh fragment tells: which
+  // activations wait, and, on an activation's page, whether it does.
+  function reloaded(fresh) {
+    fresh.querySelectorAll("li[data-waiting]").forEach(function (li) {
+      rowView(li.dataset.waiting).status("waiting");
+    });
+    if (fresh.matches("[data-run]") && detail) {
+      var waits = !!fresh.querySelector("section.waiting");
+      var cur = field("status").textContent;
+      if (waits) detailView().status("waiting");
+      else if (cur === "waiting") detailView().status("running");
+    }
   }
   function reloadLive() {
     reload("[data-run]");
