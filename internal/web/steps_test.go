@@ -271,5 +271,17 @@ func TestBrowserApproveEditReject(t *testing.T) {
 		b.WaitText("[data-list=steps] [data-kind=tool]", "Not this customer")
 		b.WaitText("[data-list=steps] [data-kind=wait]", "rejected")
 		b.Shot("activation-rejected")
+
+		// At a phone's width the waiting list and a waiting page fit.
+		id = activate(t, env, ann, app.ID, clerk, lookupPrompt("a-rather-long-address.for-testing@subdomain.example.com"), false)
+		phone := webtest.NewBrowser(t, env.URL, webtest.Options{Width: 390, Height: 844})
+		logIn(phone, "ann@example.com")
+		for _, path := range []string{"/apps/" + app.ID, "/apps/" + app.ID + "/activations/" + id} {
+			phone.Open(path)
+			phone.WaitText("section.waiting", "subdomain.example.com")
+			phone.Click("section.waiting button[data-open=edit]")
+			phone.NoHorizontalOverflow()
+			phone.Shot("phone" + path)
+		}
 	})
 }
