@@ -272,6 +272,28 @@ func TestBrowserApproveEditReject(t *testing.T) {
 		b.WaitText("[data-list=steps] [data-kind=wait]", "rejected")
 		b.Shot("activation-rejected")
 
+		// Two calls in one answer: the answer goes once each has a
+		// decision, and a decision may change until then.
+		two, _ := json.Marshal(map[string]any{"prompt": "call lookup {\"email\":\"one@b.c\"}\ncall lookup {\"email\":\"two@b.c\"}"})
+		id = activate(t, env, ann, app.ID, clerk, string(two), false)
+		b.Open("/apps/" + app.ID + "/activations/" + id)
+		b.WaitText("[data-run] section.waiting", "two@b.c")
+		require.Equal(t, 2, webtest.Eval[int](b, `document.querySelectorAll("[data-run] fieldset[data-call]").length`))
+		first, second := "[data-run] fieldset[data-call]:nth-of-type(1)", "[data-run] fieldset[data-call]:nth-of-type(2)"
+		b.Click(first + " button[data-decide=approve]")
+		b.WaitText(first+" [data-decided]", "Approved")
+		b.Click(first + " button[data-undecide]")
+		b.Click(first + " button[data-open=reject]")
+		b.Click(first + " button[data-decide=reject]")
+		b.WaitText(first+" [data-decided]", "Rejected")
+		require.Equal(t, "waiting", b.Text("[data-field=status]"), "nothing sent before every call has a decision")
+		b.Shot("activation-two-calls")
+		b.Click(second + " button[data-decide=approve]")
+		b.WaitText("[data-field=status]", "completed")
+		b.WaitText("[data-list=steps] [data-kind=wait]", "rejected")
+		require.Contains(t, b.Text("[data-list=steps] [data-kind=wait]"), "approved")
+		b.WaitText("[data-list=steps] li:last-child", "The call was rejected")
+
 		// At a phone's width the waiting list and a waiting page fit.
 		id = activate(t, env, ann, app.ID, clerk, lookupPrompt("a-rather-long-address.for-testing@subdomain.example.com"), false)
 		phone := webtest.NewBrowser(t, env.URL, webtest.Options{Width: 390, Height: 844})
