@@ -203,8 +203,15 @@
 
   // The server's fragments: the run on an activation's page, the waiting
   // list on an app's. reload fetches one again (one fetch at a time, and
-  // one more if asked meanwhile) and puts it in place, keeping any answer
-  // form that is still the same wait (what a person is typing stays).
+  // one more if asked meanwhile) and puts it in place when it changed,
+  // keeping any answer form that is still the same wait (what a person is
+  // typing stays). rendered is what each shows, as it came (local times
+  // in): an event that changed nothing there changes nothing on screen.
+  var rendered = {};
+  ["[data-run]", "[data-waitlist]"].forEach(function (sel) {
+    var box = document.querySelector(sel);
+    if (box) rendered[sel] = box.outerHTML;
+  });
   function reload(sel) {
     var box = document.querySelector(sel);
     if (!box) return;
@@ -219,13 +226,14 @@
         var t = document.createElement("template");
         t.innerHTML = html;
         var fresh = t.content.querySelector(sel);
-        if (fresh) {
+        if (fresh) AP.localTimes(fresh);
+        if (fresh && fresh.outerHTML !== rendered[sel]) {
+          rendered[sel] = fresh.outerHTML;
           fresh.querySelectorAll("form[data-wait-form]").forEach(function (f) {
             var old = box.querySelector('form[data-wait-form][data-waitpoint-id="' + CSS.escape(f.dataset.waitpointId) + '"]');
             if (old) f.replaceWith(old);
           });
           box.replaceWith(fresh);
-          AP.localTimes(fresh);
           box = fresh;
           reloaded(fresh);
         }
