@@ -130,6 +130,9 @@ type activationRow struct {
 	Preview string
 	// Active is queued or running: it can be cancelled.
 	Active bool
+	// Shown is the status as pages show it: waiting for a running
+	// activation that waits (lists take status=waiting alike).
+	Shown string
 }
 
 func activationRows(list []store.Activation, names map[string]string) []activationRow {
@@ -137,7 +140,10 @@ func activationRows(list []store.Activation, names map[string]string) []activati
 	for i, a := range list {
 		out[i] = activationRow{Activation: a, AgentName: names[a.AgentID], Duration: duration(a.DurationMS),
 			Preview: preview(a.OutputData, a.Error),
-			Active:  a.Status == store.StatusQueued || a.Status == store.StatusRunning}
+			Active:  a.Status == store.StatusQueued || a.Status == store.StatusRunning, Shown: a.Status}
+		if waitOf(&a) != nil {
+			out[i].Shown = store.StatusWaiting
+		}
 	}
 	return out
 }
@@ -149,6 +155,8 @@ type appData struct {
 	// Activations is one page of the app's activation history.
 	Activations []activationRow
 	Page        pager
+	// Waiting are the activations that wait for a person's answer.
+	Waiting waitList
 }
 
 func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
@@ -158,6 +166,15 @@ func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 		return
 	}
 	agents, total, err := p.Apps.AppAgents(r.Context(), c, app.ID, "", listLimit, 0)
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
+	names := make(map[string]string, len(agents))
+	for _, a := range agents {
+		names[a.ID] = a.Name
+	}
+	waiting, err := p.waiting(r, c, app.ID, names)
 	if err != nil {
 		p.fail(w, r, c, err)
 		return
@@ -173,12 +190,8 @@ func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 		p.fail(w, r, c, err)
 		return
 	}
-	names := make(map[string]string, len(agents))
-	for _, a := range agents {
-		names[a.ID] = a.Name
-	}
 	p.render(w, r, http.StatusOK, "app.html", view{Title: app.Name, Nav: "apps", Email: c.Email,
-		Data: appData{App: app, Agents: views, Total: total, Activations: activationRows(acts, names),
+		Data: appData{App: app, Agents: views, Total: total, Activations: activationRows(acts, names), Waiting: waiting,
 			Page: pager{Offset: offset, Limit: historyLimit, Total: actTotal, Shown: len(acts)}}})
 }
 
@@ -191,21 +204,38 @@ type activationData struct {
 	Response  string
 	Logs      []executor.LogLine
 	Truncated bool
+	// Run is its steps and what it waits for.
+	Run runData
+}
+
+// ownedActivation is the page's activation ({activation_id}) of the
+// caller's app ({app_id}): another user's app, or an activation of
+// another app, is not found.
+func (p *Pages) ownedActivation(r *http.Request, c *auth.Caller) (*store.App, *store.Activation, error) {
+	app, err := p.Apps.OwnedApp(r.Context(), c, r.PathValue("app_id"))
+	if err != nil {
+		return nil, nil, err
+	}
+	act, err := p.Activations.Get(r.Context(), c, r.PathValue("activation_id"))
+	if err == nil && act.AppID != app.ID {
+		err = errActivationNotFound
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return app, act, nil
 }
 
 // activationPage shows one activation of the caller's app: another user's
 // app, or an activation of another app, is the 404 page.
 func (p *Pages) activationPage(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	ctx := r.Context()
-	app, err := p.Apps.OwnedApp(ctx, c, r.PathValue("app_id"))
+	app, act, err := p.ownedActivation(r, c)
 	if err != nil {
 		p.fail(w, r, c, err)
 		return
 	}
-	act, err := p.Activations.Get(ctx, c, r.PathValue("activation_id"))
-	if err == nil && act.AppID != app.ID {
-		err = errActivationNotFound
-	}
+	run, err := p.run(r, c, act)
 	if err != nil {
 		p.fail(w, r, c, err)
 		return
@@ -227,7 +257,7 @@ func (p *Pages) activationPage(w http.ResponseWriter, r *http.Request, c *auth.C
 	}
 	d := activationData{App: app, Activation: activationRows([]store.Activation{*act}, names)[0],
 		Input: pretty(act.InputData), Output: pretty(act.OutputData), Context: pretty(act.Context),
-		Metadata: pretty(act.Metadata), Response: response(act.OutputData), Logs: logs, Truncated: truncated}
+		Metadata: pretty(act.Metadata), Response: response(act.OutputData), Logs: logs, Truncated: truncated, Run: run}
 	if d.Context == "{}" {
 		d.Context = ""
 	}

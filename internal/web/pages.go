@@ -40,6 +40,19 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name 
 	_, _ = w.Write(buf.Bytes())
 }
 
+// fragment writes the template tmpl of page name alone: a part of a page
+// its script fetches again to show what changed.
+func (p *Pages) fragment(w http.ResponseWriter, r *http.Request, name, tmpl string, data any) {
+	var buf bytes.Buffer
+	if err := p.pages[name].ExecuteTemplate(&buf, tmpl, data); err != nil {
+		p.Log.Error("web: render", "page", name, "template", tmpl, "err", err, "path", r.URL.Path)
+		http.Error(w, "Internal server error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}
+
 // fail answers a domain error: a page that does not exist for the caller
 // is the 404 page; anything else is logged and a 500 page, which never
 // shows the cause.

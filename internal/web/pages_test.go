@@ -122,7 +122,7 @@ func TestPagesWithoutSessionRedirect(t *testing.T) {
 	env := webtest.Start(t, store.SQLite, nil)
 	session := signup(t, env, "ann@example.com")
 	appID, _ := importApp(t, env, session)
-	for _, path := range []string{"/", "/keys", "/apps/" + appID, "/?imported=" + appID} {
+	for _, path := range []string{"/", "/keys", "/apps/" + appID, "/?imported=" + appID, "/apps/" + appID + "/waiting"} {
 		for _, h := range [][]string{nil, {"Authorization", "Bearer " + session}, cookie("st_forged"), cookie("ak_notasession")} {
 			r := call(t, env, "GET", path, "", "", h...)
 			require.Equal(t, http.StatusSeeOther, r.StatusCode, "%s %v", path, h)

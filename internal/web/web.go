@@ -108,6 +108,8 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /apps/{app_id}/data", p.private(p.data))
 	mux.HandleFunc("GET /apps/{app_id}/connections", p.private(p.connections))
 	mux.HandleFunc("GET /apps/{app_id}/activations/{activation_id}", p.private(p.activationPage))
+	mux.HandleFunc("GET /apps/{app_id}/activations/{activation_id}/run", p.private(p.runFragment))
+	mux.HandleFunc("GET /apps/{app_id}/waiting", p.private(p.waitFragment))
 	mux.HandleFunc("GET /apps/{app_id}/functions", p.private(p.functionsPage))
 	mux.HandleFunc("GET /static/", p.assets)
 	mux.HandleFunc("GET "+examplePath, p.example)

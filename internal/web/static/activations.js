@@ -13,7 +13,14 @@
 // ones join the history, started ones show running, and an ended one not
 // followed by a stream is read again for its record (the event has no
 // duration). Cancel buttons post the cancel and show the record it
-// answers. Everything shown is set as text, never as HTML.
+// answers. Everything shown is set as text, never as HTML, except the
+// server's own fragments below (html/template escaped them).
+//
+// A run that calls tools shows its steps, and what it waits for with
+// Approve, Edit and Reject: those parts are fragments the server renders
+// (…/run on an activation's page, …/waiting on an app's), fetched again
+// whenever a step ends or the run starts to wait. An answer posts to the
+// API's waitpoint, as every change goes through the API.
 "use strict";
 (function () {
   var AP = window.AP;
@@ -30,6 +37,10 @@
     if (ENDED[cur.textContent] && !ENDED[status]) return;
     cur.replaceWith(statusEl(status));
   }
+
+  // shownStatus is the status pages show: waiting while a running
+  // activation waits.
+  function shownStatus(act) { return act.status === "running" && act.waiting ? "waiting" : act.status; }
 
   function responseOf(output) {
     return output && typeof output === "object" && typeof output.response === "string" ? output.response : null;
@@ -138,7 +149,12 @@
       if (since >= 0) url += "&since=" + since;
       var ws = new WebSocket(url);
       socket = ws;
-      ws.addEventListener("open", function () { tries = 0; });
+      ws.addEventListener("open", function () {
+        tries = 0;
+        // What changed between the page's rendering and this first
+        // connection came as no event: fetch the live parts again.
+        if (since < 0) reloadLive();
+      });
       ws.addEventListener("message", function (m) {
         var ev;
         try { ev = JSON.parse(m.data); } catch (e) { return; }
@@ -166,12 +182,174 @@
         break;
       case "activation_completed":
       case "activation_failed":
+        reloadLive();
         // A stream brings its own final record.
         if (streams[id]) return;
         getActivation(id).then(function (r) { if (r.ok) show(r.data); });
         break;
+      case "activation_waiting":
+        viewsOf(id, streams[id]).forEach(function (v) { v.status("waiting"); });
+        reloadLive();
+        break;
+      case "activation_step":
+        var step = null;
+        try { step = typeof ev.step === "string" ? JSON.parse(ev.step) : ev.step; } catch (e) { step = null; }
+        // A wait that ended: the run goes on.
+        if (step && step.kind === "wait") viewsOf(id, streams[id]).forEach(function (v) { v.status("running"); });
+        reloadLive();
+        break;
     }
   }
+
+  // The server's fragments: the run on an activation's page, the waiting
+  // list on an app's. reload fetches one again (one fetch at a time, and
+  // one more if asked meanwhile) and puts it in place when it changed,
+  // keeping any answer form that is still the same wait (what a person is
+  // typing stays). rendered is what each shows, as it came (local times
+  // in): an event that changed nothing there changes nothing on screen.
+  var rendered = {};
+  ["[data-run]", "[data-waitlist]"].forEach(function (sel) {
+    var box = document.querySelector(sel);
+    if (box) rendered[sel] = box.outerHTML;
+  });
+  function reload(sel) {
+    var box = document.querySelector(sel);
+    if (!box) return;
+    var state = box.reloading;
+    if (state) { state.again = true; return; }
+    state = box.reloading = { again: false };
+    fetch(box.dataset.src, { credentials: "same-origin", headers: { Accept: "text/html" } }).then(function (res) {
+      return res.ok ? res.text() : null;
+    }, function () { return null; }).then(function (html) {
+      box.reloading = null;
+      if (html !== null) {
+        var t = document.createElement("template");
+        t.innerHTML = html;
+        var fresh = t.content.querySelector(sel);
+        if (fresh) AP.localTimes(fresh);
+        if (fresh && fresh.outerHTML !== rendered[sel]) {
+          rendered[sel] = fresh.outerHTML;
+          fresh.querySelectorAll("form[data-wait-form]").forEach(function (f) {
+            var old = box.querySelector('form[data-wait-form][data-waitpoint-id="' + CSS.escape(f.dataset.waitpointId) + '"]');
+            if (old) f.replaceWith(old);
+          });
+          box.replaceWith(fresh);
+          box = fresh;
+          reloaded(fresh);
+        }
+      }
+      if (state.again) reload(sel);
+    });
+  }
+  // reloaded shows the statuses a fresh fragment tells: which
+  // activations wait, and, on an activation's page, whether it does.
+  function reloaded(fresh) {
+    fresh.querySelectorAll("li[data-waiting]").forEach(function (li) {
+      rowView(li.dataset.waiting).status("waiting");
+    });
+    if (fresh.matches("[data-run]") && detail) {
+      var waits = !!fresh.querySelector("section.waiting");
+      var cur = field("status").textContent;
+      if (waits) detailView().status("waiting");
+      else if (cur === "waiting") detailView().status("running");
+    }
+  }
+  function reloadLive() {
+    reload("[data-run]");
+    reload("[data-waitlist]");
+  }
+
+  // Answer forms: each pending call gets a decision (Approve at once; Edit
+  // and Reject open their field first); when every call of the wait has
+  // one, the answer posts to the API.
+  function decisionOf(call, type) {
+    var d = { tool_call_id: call.dataset.call, type: type };
+    if (type === "edit") {
+      var text = call.querySelector('[name="arguments"]');
+      var args;
+      try {
+        args = JSON.parse(text.value);
+      } catch (e) {
+        AP.showError(call, "arguments", "This is not valid JSON: " + e.message);
+        return null;
+      }
+      if (args === null || typeof args !== "object" || Array.isArray(args)) {
+        AP.showError(call, "arguments", "The arguments must be a JSON object.");
+        return null;
+      }
+      d.arguments = args;
+    }
+    if (type === "reject") {
+      var msg = call.querySelector('[name="message"]').value.trim();
+      if (msg) d.message = msg;
+    }
+    return d;
+  }
+  var DECIDED = { approve: "Approved", edit: "Edited", reject: "Rejected" };
+  function setDecided(call, d) {
+    call.decision = d;
+    call.querySelector("[data-choices]").hidden = !!d;
+    call.querySelectorAll("[data-panel]").forEach(function (p) { p.hidden = true; });
+    call.querySelectorAll("[data-open]").forEach(function (b) { b.setAttribute("aria-expanded", "false"); });
+    var note = call.querySelector("[data-decided]");
+    note.hidden = !d;
+    if (!d) { note.replaceChildren(); return; }
+    var change = el("button", "link-button", "Change");
+    change.type = "button";
+    change.dataset.undecide = "";
+    note.replaceChildren(DECIDED[d.type] + ". ", change);
+  }
+  function send(form) {
+    var calls = Array.prototype.slice.call(form.querySelectorAll("fieldset[data-call]"));
+    if (calls.some(function (c) { return !c.decision; })) return;
+    var buttons = form.querySelectorAll("button");
+    buttons.forEach(function (b) { b.disabled = true; });
+    var slot = form.querySelector('[data-error-for=""]');
+    slot.textContent = "";
+    var url = "/api/v1/activations/" + encodeURIComponent(form.dataset.activationId) + "/waitpoints/" + encodeURIComponent(form.dataset.waitpointId);
+    var body = JSON.stringify({ decisions: calls.map(function (c) { return c.decision; }) });
+    form.setAttribute("aria-busy", "true");
+    AP.api("POST", url, body).then(function (r) {
+      form.setAttribute("aria-busy", "false");
+      if (r.ok || r.status === 409) {
+        var done = el("p", "notice", r.ok ? "Answer sent: the run goes on." : "This wait has been answered already.");
+        done.setAttribute("role", "status");
+        form.replaceChildren(done);
+        if (r.ok) show(r.data);
+        reloadLive();
+        return;
+      }
+      buttons.forEach(function (b) { b.disabled = false; });
+      calls.forEach(function (c) { setDecided(c, null); });
+      AP.showError(form, "", "Could not send the answer: " + r.data.detail);
+    });
+  }
+  document.addEventListener("click", function (ev) {
+    var button = ev.target.closest("form[data-wait-form] button");
+    if (!button) return;
+    var form = button.closest("form");
+    var call = button.closest("fieldset[data-call]");
+    if (!call) return;
+    AP.clearErrors(call);
+    if (button.dataset.open) {
+      var open = button.getAttribute("aria-expanded") !== "true";
+      call.querySelectorAll("[data-open]").forEach(function (b) { b.setAttribute("aria-expanded", "false"); });
+      call.querySelectorAll("[data-panel]").forEach(function (p) { p.hidden = true; });
+      button.setAttribute("aria-expanded", String(open));
+      var panel = call.querySelector('[data-panel="' + button.dataset.open + '"]');
+      panel.hidden = !open;
+      if (open) panel.querySelector("textarea, input").focus();
+      return;
+    }
+    if (button.hasAttribute("data-undecide")) {
+      setDecided(call, null);
+      return;
+    }
+    var d = decisionOf(call, button.dataset.decide);
+    if (!d) return;
+    setDecided(call, d);
+    send(form);
+  });
 
   // The history table of an app's page.
 
@@ -230,7 +408,7 @@
       update: function (act) {
         var tr = rowOf(id);
         if (!tr) return;
-        tr.querySelector('[data-cell="status"]').replaceChildren(statusEl(act.status));
+        tr.querySelector('[data-cell="status"]').replaceChildren(statusEl(shownStatus(act)));
         var d = duration(act.duration_ms);
         tr.querySelector('[data-cell="duration"]').replaceChildren(d ? d : el("span", "muted", "—"));
         var prev = tr.querySelector('[data-cell="preview"]');
@@ -256,7 +434,7 @@
       var link = el("a", "", "Details");
       link.href = activationURL(appID, act.activation_id);
       link.setAttribute("aria-label", "Details of this activation");
-      var parts = [statusEl(act.status)];
+      var parts = [statusEl(shownStatus(act))];
       var d = duration(act.duration_ms);
       if (d) parts.push(" · " + d);
       parts.push(" · ", link);
@@ -374,7 +552,7 @@
         setStatus(field("status"), "running");
       },
       update: function (act) {
-        field("status").replaceChildren(statusEl(act.status));
+        field("status").replaceChildren(statusEl(shownStatus(act)));
         if (act.started_at) field("started").replaceChildren(timeEl(act.started_at));
         if (act.completed_at) field("ended").replaceChildren(timeEl(act.completed_at));
         var d = duration(act.duration_ms);
