@@ -104,7 +104,7 @@ check(me.id === registered.id && me.first_name === "Ada" && me.is_active, "users
 
 // The example app: the manifest file itself is the request body's type.
 const imported = ok("import", 201, await api.POST("/api/v1/apps/import-manifest", { body: manifest }));
-check(imported.created.agents === 2 && imported.created.pipelines === 1 && !imported.upgraded, "import", imported);
+check(imported.created.agents === 3 && imported.created.functions === 3 && imported.created.pipelines === 1 && !imported.upgraded, "import", imported);
 const appId = imported.app_id;
 
 const agents = ok(

@@ -144,7 +144,7 @@ func run(ctx context.Context, base, manifestPath string) {
 	ir, err := c.ImportManifestWithResponse(ctx, nil, manifest)
 	check(err, "import")
 	imported := want("import", 201, ir.HTTPResponse, ir.Body, ir.JSON201)
-	expect(imported.Created == api.Counts{Agents: 2, Models: 1, Functions: 1, Pipelines: 1, Authenticators: 1} && !imported.Upgraded,
+	expect(imported.Created == api.Counts{Agents: 3, Models: 1, Functions: 3, Pipelines: 1, Authenticators: 1} && !imported.Upgraded,
 		"import", imported)
 	appID := imported.AppId
 
