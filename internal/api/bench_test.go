@@ -10,10 +10,12 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/activation"
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
@@ -305,4 +307,85 @@ func benchPost(client *http.Client, url, key string, body []byte, out any) (int,
 	}
 	defer res.Body.Close()
 	return res.StatusCode, json.NewDecoder(res.Body).Decode(out)
+}
+
+// BenchmarkToolLoop is what the tool loop costs beside a plain activation
+// of the same echo agent: "plain" is one LLM step; "3steps" asks for an
+// HTTP tool (a local server), runs it and answers: three steps (LLM, tool,
+// LLM), each committed with its event. It reports the process's CPU per
+// activation (server and client: they share the process) and the rows
+// each writes to the step journal and the event log.
+func BenchmarkToolLoop(b *testing.B) {
+	ping := egresstest.NewServer(b, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"pong":true}`)
+	}))
+	for _, d := range testdb.Dialects {
+		for _, tc := range []struct {
+			name   string
+			config map[string]any
+			prompt string
+		}{
+			{"plain", nil, "ping"},
+			{"3steps", map[string]any{"model": "echo", "provider_id": "echo",
+				"tools": []any{map[string]any{"type": "http", "name": "ping", "method": "GET", "url": ping.URL}}}, "call ping {}"},
+		} {
+			b.Run(string(d)+"/"+tc.name, func(b *testing.B) {
+				e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_WORKERS": "16"})
+				token := e.signup("bench@example.com")
+				key := e.keyWith(token, "write:all")
+				f := e.llmAgent(token, tc.config, 30)
+				body := []byte(`{"agent_id":"` + f.agentID + `","input_data":{"prompt":"` + tc.prompt + `"}}`)
+				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+				rows := func() int {
+					n := 0
+					for _, table := range []string{"activation_steps", "events"} {
+						var c int
+						if err := e.srv.Store.DB().QueryRow("SELECT count(*) FROM " + table).Scan(&c); err != nil {
+							b.Fatal(err)
+						}
+						n += c
+					}
+					return n
+				}
+				before := rows()
+				cpu := processCPU()
+				b.ReportAllocs()
+				b.SetParallelism(4)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						req, _ := http.NewRequest("POST", e.url+"/api/v1/activations", bytes.NewReader(body))
+						req.Header.Set("Authorization", "Bearer "+key)
+						req.Header.Set("Content-Type", "application/json")
+						req.Header.Set("Prefer", "wait=30")
+						res, err := client.Do(req)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						var a struct {
+							Status string `json:"status"`
+						}
+						err = json.NewDecoder(res.Body).Decode(&a)
+						res.Body.Close()
+						if err != nil || a.Status != "completed" {
+							b.Errorf("activation: %v %q", err, a.Status)
+							return
+						}
+					}
+				})
+				b.StopTimer()
+				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(rows()-before)/float64(b.N), "rows/op")
+			})
+		}
+	}
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
