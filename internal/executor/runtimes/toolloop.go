@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -227,6 +228,9 @@ func (l *loop) checkArguments(ctx context.Context, name, args string) string {
 // wait (executor.ErrWaiting) once the others have run: an approval first,
 // then client tools.
 func (l *loop) round(ctx context.Context, calls []llm.ToolCall, steps []*store.Step) ([]llm.ToolResult, error) {
+	// An edit changes what runs, not what the model asked for: the
+	// history keeps the model's own arguments, as a resumed run's does.
+	calls = slices.Clone(calls)
 	ans := l.answers()
 	var runNow []int
 	var approve, client []int
@@ -237,7 +241,8 @@ func (l *loop) round(ctx context.Context, calls []llm.ToolCall, steps []*store.S
 		case store.StepWaiting:
 			t := l.tools[st.Name]
 			if t == nil {
-				return nil, fmt.Errorf("replay step %d: tool %s is gone", st.Index, st.Name)
+				runNow = append(runNow, i) // gone since: call answers it as unknown
+				continue
 			}
 			d, decided := ans.decisions[st.ToolCallID]
 			switch {
@@ -381,7 +386,10 @@ func (l *loop) call(ctx context.Context, c llm.ToolCall, st *store.Step) error {
 	t := l.tools[c.Name]
 	var out json.RawMessage
 	var err error
-	if problem := l.checkArguments(ctx, c.Name, c.Arguments); problem != "" {
+	if t == nil {
+		// Recorded before the agent's tools changed, resumed after.
+		err = errors.New("Unknown tool: " + c.Name)
+	} else if problem := l.checkArguments(ctx, c.Name, c.Arguments); problem != "" {
 		err = errors.New(problem)
 	} else {
 		out, err = t.Call(ctx, tool.Call{ID: c.ID, Arguments: json.RawMessage(c.Arguments),
