@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -228,12 +227,13 @@ func TestWaitEndsInTime(t *testing.T) {
 		}, nil)).expect(t, 201).str("app_id")
 		clerk := e.agentNamed(tok, appID, "clerk")
 
-		id := e.activateWait(tok, clerk, `call lookup {"email":"ada@example.com"}`).str("activation_id")
-		r := e.waitFor(tok, id, func(r *resp) bool { return r.str("status") == "completed" })
+		// Both wait at once: River's scheduler makes each timeout's job
+		// available within seconds of its time.
+		approval := e.activateWait(tok, clerk, `call lookup {"email":"ada@example.com"}`).str("activation_id")
+		client := e.activateWait(tok, clerk, `call pick_date {}`).str("activation_id")
+		r := e.waitFor(tok, approval, func(r *resp) bool { return r.str("status") == "completed" })
 		require.Contains(t, r.JSON["output_data"].(map[string]any)["response"], "No decision in time")
-
-		id = e.activateWait(tok, clerk, `call pick_date {}`).str("activation_id")
-		r = e.waitFor(tok, id, func(r *resp) bool { return r.str("status") == "failed" })
+		r = e.waitFor(tok, client, func(r *resp) bool { return r.str("status") == "failed" })
 		require.Equal(t, "No result in time for pick_date", r.str("error"))
 	})
 }
@@ -259,5 +259,3 @@ func TestCancelEndsAWait(t *testing.T) {
 		require.Nil(t, r.JSON["waiting"])
 	})
 }
-
-var _ = json.Marshal
