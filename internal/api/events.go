@@ -115,7 +115,8 @@ func (a *API) documentEventsSocket() {
 		Summary:     "Live events (WebSocket)",
 		Tags:        []string{"events"},
 		Description: "Upgrade to a WebSocket that streams the caller's activation events as JSON text messages " +
-			"(`activation_created`, `activation_started`, `activation_completed` with `output_data`, `activation_failed` with `error`) " +
+			"(`activation_created`, `activation_started`, `activation_completed` with `output_data`, `activation_failed` with `error`; " +
+			"for agents with tools, `activation_step` with each ended `step` and `activation_waiting` with the run's `waiting`) " +
 			"and pipeline run events (`pipeline_run_started`, `pipeline_run_completed` with `output_data`, `pipeline_run_failed` with `error`), " +
 			"each with a per-user increasing `seq` (see the WebSocketMessage schema).\n\n" +
 			"Authenticate with the `ap_session` cookie (same origin only), `Authorization: Bearer <token>`, or `?token=<token>` " +

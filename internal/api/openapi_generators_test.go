@@ -36,6 +36,7 @@ var notUUIDIds = map[string]string{
 	"session_id":            "chosen by the caller",
 	"client_id":             "the OAuth client id the provider issued",
 	"provider_user_id":      "the user's id at the OAuth provider",
+	"tool_call_id":          "the model's own id of a call (OpenAI's call_…, Anthropic's toolu_…)",
 	"provider_id":           "an LLM provider: system providers' ids are their names (echo, openai, anthropic)",
 	"webhook_id":            "the Standard Webhooks message id: msg_<uuid>",
 	"resource_id":           "any audited resource's id, an LLM provider's (a name for system ones) included",

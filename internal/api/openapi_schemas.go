@@ -9,6 +9,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/llm"
@@ -290,6 +291,22 @@ type ActivationFailedEvent struct {
 	EventFields
 }
 
+// ActivationStepEvent announces an ended step of a run that calls tools.
+type ActivationStepEvent struct {
+	Type   string             `json:"type" enum:"activation_step"`
+	Status string             `json:"status" enum:"running"`
+	Step   activation.RunStep `json:"step" doc:"The step as GET /api/v1/activations/{activation_id}/steps lists it"`
+	EventFields
+}
+
+// ActivationWaitingEvent announces that a run waits for an answer.
+type ActivationWaitingEvent struct {
+	Type    string             `json:"type" enum:"activation_waiting"`
+	Status  string             `json:"status" enum:"running"`
+	Waiting activation.Waiting `json:"waiting" doc:"What it waits for; answer with POST /api/v1/activations/{activation_id}/waitpoints/{waitpoint_id}"`
+	EventFields
+}
+
 // PipelineRunFields are common to every pipeline run event.
 type PipelineRunFields struct {
 	Seq        int64        `json:"seq" doc:"Per-user increasing number, shared with activation events"`
@@ -381,6 +398,8 @@ func webSocketMessage(registry huma.Registry) *huma.Schema {
 			"activation_started":        reflect.TypeFor[ActivationStartedEvent](),
 			"activation_completed":      reflect.TypeFor[ActivationCompletedEvent](),
 			"activation_failed":         reflect.TypeFor[ActivationFailedEvent](),
+			"activation_step":           reflect.TypeFor[ActivationStepEvent](),
+			"activation_waiting":        reflect.TypeFor[ActivationWaitingEvent](),
 			"pipeline_run_started":      reflect.TypeFor[PipelineRunStartedEvent](),
 			"pipeline_run_completed":    reflect.TypeFor[PipelineRunCompletedEvent](),
 			"pipeline_run_failed":       reflect.TypeFor[PipelineRunFailedEvent](),

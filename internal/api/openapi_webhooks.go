@@ -29,11 +29,13 @@ const (
 // shapes their schemas with the rest.
 func documentWebhooks(oapi *huma.OpenAPI) {
 	registry := oapi.Components.Schemas
-	ended := union(registry, "ActivationEndedEvent",
-		"The event that ends an activation, as the WebSocket sends it: completed with its output_data, or failed with its error.",
+	ended := union(registry, "ActivationWebhookEvent",
+		"An activation's event, as the WebSocket sends it: the one that ends it, completed with its output_data or failed with its error; "+
+			"or, for agents with tools, activation_waiting when its run waits for an answer (an approval, client tool results).",
 		map[string]reflect.Type{
 			"activation_completed": reflect.TypeFor[ActivationCompletedEvent](),
 			"activation_failed":    reflect.TypeFor[ActivationFailedEvent](),
+			"activation_waiting":   reflect.TypeFor[ActivationWaitingEvent](),
 		})
 	jsonBody := func(desc string, s *huma.Schema) *huma.RequestBody {
 		return &huma.RequestBody{Description: desc, Required: true, Content: map[string]*huma.MediaType{"application/json": {Schema: s}}}
@@ -43,7 +45,7 @@ func documentWebhooks(oapi *huma.OpenAPI) {
 			OperationID: "activation-ended-webhook",
 			Summary:     "An activation ended",
 			Tags:        []string{"webhooks"},
-			Description: fmt.Sprintf("When an activation ends, its final event is POSTed to `metadata.webhook_url`, else to the agent's "+
+			Description: fmt.Sprintf("When an activation ends (or its run starts to wait for an answer), its event is POSTed to `metadata.webhook_url`, else to the agent's "+
 				"`webhook_url`, signed per Standard Webhooks with the app's secret (`GET /api/v1/apps/{app_id}/webhook-secret`). "+
 				"Each attempt is recorded (`GET /api/v1/activations/{activation_id}/deliveries`). `seq` is 0: a delivery is not "+
 				"numbered in the event stream; `webhook-id` tells deliveries apart, the same on every attempt. "+

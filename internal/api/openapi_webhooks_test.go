@@ -28,7 +28,7 @@ import (
 // the schema of their body: written out in the webhook, not a component of
 // its own (generators prune what no path reaches).
 var documentedWebhooks = map[string]string{
-	"activation-ended":  "ActivationEndedEvent",
+	"activation-ended":  "ActivationWebhookEvent",
 	"webhook-agent-run": "WebhookAgentRequest",
 }
 
@@ -99,8 +99,9 @@ func TestOpenAPIWebhooks(t *testing.T) {
 	for _, s := range sliceOf(ended["oneOf"]) {
 		union = append(union, mapOf(s)["$ref"].(string))
 	}
-	require.ElementsMatch(t, []string{"#/components/schemas/ActivationCompletedEvent", "#/components/schemas/ActivationFailedEvent"}, union,
-		"the two events that end an activation, the WebSocket's own schemas")
+	require.ElementsMatch(t, []string{"#/components/schemas/ActivationCompletedEvent", "#/components/schemas/ActivationFailedEvent",
+		"#/components/schemas/ActivationWaitingEvent"}, union,
+		"the two events that end an activation and a run's wait, the WebSocket's own schemas")
 	require.Equal(t, "type", mapOf(ended["discriminator"])["propertyName"])
 
 	agentReq := bodies["webhook-agent-run"]
