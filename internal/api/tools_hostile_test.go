@@ -284,9 +284,10 @@ func TestToolLoopCapsAHugeResult(t *testing.T) {
 	})
 }
 
-// TestHTTPToolEgress: a literal private address is refused when the agent
-// is saved, naming the field; a host name that resolves to one is refused
-// when dialled: the call's error result says so and the run goes on.
+// TestHTTPToolEgress: a literal private address (and localhost) is
+// refused when the agent is saved, naming the field; a host name that
+// resolves to one is refused when dialled: the call's error result says
+// so, the server is never reached, and the run goes on.
 func TestHTTPToolEgress(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
@@ -305,9 +306,10 @@ func TestHTTPToolEgress(t *testing.T) {
 		t.Cleanup(inside.Close)
 		_, port, err := net.SplitHostPort(inside.Listener.Addr().String())
 		require.NoError(t, err)
-		// Saving checks the name too (above); the check when dialled is
-		// what stands when the name's address changes after the save: an
-		// agent stored as it was before.
+		// Saving refuses localhost as the loopback it names (above), and
+		// leaves other names to the dial, where their DNS answer is known.
+		// A name whose answer is private (in tests only localhost resolves
+		// without a network) is an agent stored without the save's check.
 		appID, _ := f.agent(nil, nil)
 		clerk := f.storedAgent(appID, map[string]any{"provider_id": f.provider, "model": "m",
 			"tools": []map[string]any{{"type": "http", "name": "in", "method": "GET", "url": "http://localhost:" + port + "/"}}})
