@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -358,8 +359,8 @@ func TestToolLoopBadCallsAreResults(t *testing.T) {
 
 // TestCancelAndTimeoutStopTheCalls: cancel aborts an HTTP tool's request
 // in flight; the agent's timeout interrupts a function stuck in a loop
-// (its worker slot comes back: the VM stopped); cancelling a run cancels
-// the child activation an agent tool runs.
+// (its VM stops); cancelling a run cancels the child activation an agent
+// tool runs, and the child's LLM call.
 func TestCancelAndTimeoutStopTheCalls(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
@@ -382,15 +383,21 @@ func TestCancelAndTimeoutStopTheCalls(t *testing.T) {
 
 		_, spinner := f.agent([]map[string]any{{"type": "function", "function": "spin"}}, map[string]any{"timeout_seconds": 2})
 		f.fake.Queue(llmtest.Reply{ToolCalls: []llm.ToolCall{call("c1", "spin", `{}`)}})
-		done := f.await(f.tok, f.start(spinner, "spin"))
+		id = f.start(spinner, "spin")
+		require.Eventually(t, func() bool { return toolsInVM() > 0 }, 10*time.Second, 10*time.Millisecond, "the function runs")
+		done := f.await(f.tok, id)
 		require.Equal(t, "failed", done.str("status"))
 		require.Equal(t, "Activation timed out after 2 s", done.str("error"))
-		f.workersIdle()
+		// Its VM stopped: no goroutine of this process runs a tool's
+		// JavaScript any more (other tests' calls come and go).
+		require.Eventually(t, func() bool { return toolsInVM() == 0 }, 10*time.Second, 10*time.Millisecond, "the VM still runs")
 
 		// The child's LLM hangs until its caller gives up.
+		gaveUp := make(chan struct{})
 		f.fake.SetScript(func(ctx context.Context, rec llmtest.Recorded) (llmtest.Reply, bool) {
 			if rec.Messages[0].Content == "slow" {
 				<-ctx.Done()
+				close(gaveUp)
 				return llmtest.Reply{}, false
 			}
 			return llmtest.Reply{ToolCalls: []llm.ToolCall{call("c1", "helper", `{"prompt":"slow"}`)}}, true
@@ -411,7 +418,7 @@ func TestCancelAndTimeoutStopTheCalls(t *testing.T) {
 		done = f.await(f.tok, child)
 		require.Equal(t, "failed", done.str("status"))
 		require.Equal(t, "Activation cancelled", done.str("error"))
-		f.workersIdle()
+		waitClosed(t, gaveUp, "the child's LLM call's abort")
 	})
 }
 
@@ -437,14 +444,25 @@ func waitClosed(t *testing.T, c <-chan struct{}, what string) {
 	}
 }
 
-// workersIdle waits until no activation holds a worker slot: what ran
-// has stopped, not just been marked ended.
-func (f *fakeEnv) workersIdle() {
-	f.t.Helper()
-	require.Eventually(f.t, func() bool {
-		st := f.do("GET", "/api/v1/worker/status", nil, bearer(f.tok))
-		return st.JSON["queue"].(map[string]any)["running"] == float64(0)
-	}, 10*time.Second, 10*time.Millisecond)
+// toolsInVM is how many goroutines of this process (the platform under
+// test runs in it) are in a tool call's JavaScript VM.
+func toolsInVM() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "runtimes.(*loop).call(") && strings.Contains(g, "sandbox.(*run).exec(") {
+			count++
+		}
+	}
+	return count
 }
 
 // TestToolLoopLiveEvents: the WebSocket carries an activation_step event
