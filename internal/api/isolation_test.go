@@ -321,6 +321,7 @@ func TestBoundKeyRouteTable(t *testing.T) {
 		key := map[string]string{"key_id": itoa(otherKeyID)}
 		const assistant = "00000000-0000-7000-8000-000000000001"
 		activate := map[string]any{"input_data": map[string]any{"prompt": "p"}}
+		decide := map[string]any{"decisions": []any{map[string]any{"tool_call_id": "c1", "type": "approve"}}}
 
 		type call struct {
 			ids    map[string]string
@@ -425,6 +426,13 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			{"POST /api/v1/activations/{activation_id}/cancel", []call{{ids: A, status: http.StatusConflict}, {ids: B, status: absent}, {ids: C, status: absent}}},
 			{"GET /api/v1/activations/{activation_id}/deliveries", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
 			{"GET /api/v1/activations/{activation_id}/logs", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			{"GET /api/v1/activations/{activation_id}/steps", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent}}},
+			// A's run waits on nothing: its answer is the waitpoint's 404
+			// (TestWaitpointOfAnotherApp answers a real one with a bound key).
+			{"POST /api/v1/activations/{activation_id}/waitpoints/{waitpoint_id}", []call{
+				{ids: with(map[string]string{"waitpoint_id": assistant}, A), body: decide, status: absent},
+				{ids: with(map[string]string{"waitpoint_id": assistant}, B), body: decide, status: absent},
+				{ids: with(map[string]string{"waitpoint_id": assistant}, C), body: decide, status: absent}}},
 			{"GET /api/v1/agents/{agent_id}/activations", []call{{ids: A, status: 200, only: map[string]string{"app_id": fa.appID}},
 				{ids: B, status: absent}, {ids: C, status: absent}}},
 			{"GET /api/v1/apps/{app_id}/activations", []call{{ids: A, status: 200, only: map[string]string{"app_id": fa.appID}},
