@@ -44,7 +44,6 @@ var notUUIDIds = map[string]string{
 	"Step.id":               "a pipeline step's id is a name its author chose, referenced by templates",
 	"StepState.id":          "the step's id: a name its author chose",
 	"/api/v1/llm-providers": "system providers' ids are their names (echo, openai, anthropic)",
-	"tool_call_id":          "the LLM's id of a tool call (call_…, toolu_…)",
 }
 
 func isIDName(name string) bool {
