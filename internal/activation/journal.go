@@ -70,23 +70,13 @@ func (j *journal) Steps(ctx context.Context) ([]store.Step, error) {
 	return j.s.Store.StepsAll(ctx, j.a.ID)
 }
 
-// stepsPerInsert bounds the rows of one insert: SQLite looks a numbered
-// parameter up in a list, so one statement for the 1,000 calls of a
-// hostile answer (12,000 parameters) takes quadratic time, seconds of
-// the one writer; chunks of 50 keep it linear.
-const stepsPerInsert = 50
-
 func (j *journal) Record(ctx context.Context, steps ...*store.Step) error {
 	for _, st := range steps {
 		st.ActivationID = j.a.ID
 	}
 	return j.s.Store.InTx(ctx, func(tx *store.Store) error {
-		for rest := steps; len(rest) > 0; {
-			n := min(len(rest), stepsPerInsert)
-			if err := tx.StepsInsert(ctx, rest[:n]...); err != nil {
-				return err
-			}
-			rest = rest[n:]
+		if err := tx.StepsInsert(ctx, steps...); err != nil {
+			return err
 		}
 		var evs []*events.Event
 		for _, st := range steps {

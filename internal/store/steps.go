@@ -71,13 +71,28 @@ func nullJSON(b []byte) json.RawMessage {
 	return json.RawMessage(b)
 }
 
-// StepsInsert records steps in one statement (the calls of one LLM answer
-// start together); an index the activation already has is ErrConflict and
-// none of them is stored.
+// stepsPerInsert bounds the rows of one INSERT: SQLite looks a numbered
+// parameter up in a list, so one statement for the 1,000 calls of a
+// hostile answer (12,000 parameters) takes quadratic time, seconds of the
+// one writer; statements of 50 rows keep it linear.
+const stepsPerInsert = 50
+
+// StepsInsert records steps (the calls of one LLM answer start together),
+// in statements of at most stepsPerInsert rows: in a transaction, all or
+// none of them are stored. An index the activation already has is
+// ErrConflict.
 func (s *Store) StepsInsert(ctx context.Context, steps ...*Step) error {
-	if len(steps) == 0 {
-		return nil
+	for rest := steps; len(rest) > 0; {
+		n := min(len(rest), stepsPerInsert)
+		if err := s.stepsInsert(ctx, rest[:n]); err != nil {
+			return err
+		}
+		rest = rest[n:]
 	}
+	return nil
+}
+
+func (s *Store) stepsInsert(ctx context.Context, steps []*Step) error {
 	const perRow = 12
 	var values strings.Builder
 	args := make([]any, 0, perRow*len(steps))

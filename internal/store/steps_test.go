@@ -154,3 +154,35 @@ func requireJSON(t *testing.T, want, got json.RawMessage) {
 	}
 	require.JSONEq(t, string(want), string(got))
 }
+
+// TestStepsInsertMany: the 1,001 steps of a hostile answer go in several
+// statements; in a transaction, a conflict in the last one stores none.
+func TestStepsInsertMany(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		act := newRunningActivation(t, s, "w1")
+		newSteps := func(from, n int) []*store.Step {
+			steps := make([]*store.Step, n)
+			for i := range steps {
+				steps[i] = &store.Step{ActivationID: act.ID, Index: from + i, Kind: store.StepTool, Name: "t", ToolCallID: "c",
+					Status: store.StepRunning, StartedAt: store.Now()}
+			}
+			return steps
+		}
+		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error { return tx.StepsInsert(ctx, newSteps(0, 1001)...) }))
+		all, err := s.StepsAll(ctx, act.ID)
+		require.NoError(t, err)
+		require.Len(t, all, 1001)
+		for i := range all {
+			require.Equal(t, i, all[i].Index)
+		}
+		// Rows 1001..1119 are new, 1000 is not: the last statement fails.
+		err = s.InTx(ctx, func(tx *store.Store) error { return tx.StepsInsert(ctx, append(newSteps(1001, 119), newSteps(1000, 1)...)...) })
+		require.ErrorIs(t, err, store.ErrConflict)
+		all, err = s.StepsAll(ctx, act.ID)
+		require.NoError(t, err)
+		require.Len(t, all, 1001, "a refused transaction stores none of its steps")
+	})
+}
