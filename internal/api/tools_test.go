@@ -1,11 +1,14 @@
 package api_test
 
 import (
+	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -257,5 +260,45 @@ func TestCancelEndsAWait(t *testing.T) {
 		r = e.do("GET", "/api/v1/activations/"+id, nil, bearer(tok)).expect(t, 200)
 		require.Equal(t, "failed", r.str("status"))
 		require.Nil(t, r.JSON["waiting"])
+	})
+}
+
+// TestWaitIsPostedToTheWebhook: whoever gets the end by webhook gets the
+// wait first, with the activation's waiting: it may be theirs to answer.
+func TestWaitIsPostedToTheWebhook(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		tok := e.signup("hooked@example.com")
+		appID := e.importManifest(tok, toolsManifest([]map[string]any{{"type": "client", "name": "pick_date"}}, nil)).expect(t, 201).str("app_id")
+		clerk := e.agentNamed(tok, appID, "clerk")
+		bodies := make(chan map[string]any, 4)
+		rcv := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var ev map[string]any
+			_ = json.NewDecoder(r.Body).Decode(&ev)
+			bodies <- ev
+		}))
+		id := e.do("POST", "/api/v1/activations", map[string]any{"agent_id": clerk, "input_data": map[string]any{"prompt": "call pick_date {}"},
+			"metadata": map[string]any{"webhook_url": rcv.URL + "/hook"}}, bearer(tok)).expect(t, 201).str("activation_id")
+
+		next := func() map[string]any {
+			select {
+			case ev := <-bodies:
+				return ev
+			case <-time.After(20 * time.Second):
+				t.Fatal("no delivery")
+				return nil
+			}
+		}
+		ev := next()
+		require.Equal(t, "activation_waiting", ev["type"])
+		require.Equal(t, id, ev["activation_id"])
+		w := ev["waiting"].(map[string]any)
+		call := w["tool_calls"].([]any)[0].(map[string]any)
+		e.do("POST", "/api/v1/activations/"+id+"/waitpoints/"+w["waitpoint_id"].(string),
+			map[string]any{"results": []any{map[string]any{"tool_call_id": call["tool_call_id"], "output": "Tuesday"}}}, bearer(tok)).expect(t, 202)
+		ev = next()
+		require.Equal(t, "activation_completed", ev["type"])
+		require.Contains(t, ev["output_data"].(map[string]any)["response"], "Tuesday")
 	})
 }
