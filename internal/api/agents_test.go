@@ -66,8 +66,8 @@ func TestAgentLists(t *testing.T) {
 			"agent_config": map[string]any{"model": "echo"}}, bearer(owner)).expect(t, 201).str("agent_id")
 
 		r := e.do("GET", "/api/v1/agents", nil, bearer(owner)).expect(t, 200)
-		require.Equal(t, []string{"assistant", "triage", "escalation-router", "tiny-bot"}, names(list(r, "agents")))
-		require.Equal(t, 4.0, r.JSON["total_count"])
+		require.Equal(t, []string{"assistant", "triage", "escalation-router", "front-desk", "tiny-bot"}, names(list(r, "agents")))
+		require.Equal(t, 5.0, r.JSON["total_count"])
 		r = e.do("GET", "/api/v1/agents?search=TRIAGE", nil, bearer(owner)).expect(t, 200)
 		require.Equal(t, []string{"triage"}, names(list(r, "agents")))
 		r = e.do("GET", "/api/v1/agents?search=which%20team", nil, bearer(owner)).expect(t, 200)
@@ -81,7 +81,7 @@ func TestAgentLists(t *testing.T) {
 		e.do("GET", "/api/v1/agents?offset=-1", nil, bearer(owner)).expectError(t, 400, "ValidationError", "offset")
 
 		r = e.do("GET", "/api/v1/apps/"+deskID+"/agents", nil, bearer(owner)).expect(t, 200)
-		require.Equal(t, []string{"triage", "escalation-router"}, names(list(r, "agents")))
+		require.Equal(t, []string{"triage", "escalation-router", "front-desk"}, names(list(r, "agents")))
 		triage := list(r, "agents")[0]["agent_id"].(string)
 
 		// Another user sees only the system agent; the owner's are 404.

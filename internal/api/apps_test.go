@@ -335,7 +335,7 @@ func TestMarketplaceAndInstall(t *testing.T) {
 		copyID := r.str("app_id")
 		require.NotEqual(t, appID, copyID)
 		require.Equal(t, "private", r.str("marketplace_status"))
-		require.Equal(t, 3.0, r.JSON["created"].(map[string]any)["agents"])
+		require.Equal(t, 4.0, r.JSON["created"].(map[string]any)["agents"])
 		r = e.do("GET", "/api/v1/apps/"+copyID+"/agents", nil, bearer(user)).expect(t, 200)
 		require.Equal(t, []string{"triage", "escalation-router", "front-desk", "hook"}, names(list(r, "agents")))
 		ctx := context.Background()
@@ -344,14 +344,14 @@ func TestMarketplaceAndInstall(t *testing.T) {
 		original, err := e.srv.Store.AgentListByApp(ctx, appID)
 		require.NoError(t, err)
 		require.NotEqual(t, original[0].ID, copied[0].ID, "new ids")
-		opened, err := e.srv.Secrets.Open(original[2].SecretEnc)
+		opened, err := e.srv.Secrets.Open(original[3].SecretEnc)
 		require.NoError(t, err)
 		require.Equal(t, authorSecret, opened, "the author's secret is stored sealed")
 		// The copy's webhook agent has a secret of its own, shown once.
 		issued := list(installed, "webhook_secrets")
 		require.Len(t, issued, 1)
 		require.Equal(t, map[string]any{"agent_id": copied[3].ID, "name": "hook"}, map[string]any{"agent_id": issued[0]["agent_id"], "name": issued[0]["name"]})
-		own, err := e.srv.Secrets.Open(copied[2].SecretEnc)
+		own, err := e.srv.Secrets.Open(copied[3].SecretEnc)
 		require.NoError(t, err)
 		require.Equal(t, issued[0]["webhook_secret"], own)
 		require.NoError(t, webhook.CheckSecret(own))
@@ -456,6 +456,6 @@ func TestConcurrentImportsOfOneSlug(t *testing.T) {
 		}
 		require.Equal(t, map[int]int{201: 1, 409: n - 1}, count)
 		r := e.do("GET", "/api/v1/agents", nil, bearer(owner)).expect(t, 200)
-		require.Equal(t, 3.0, r.JSON["total_count"], "one app's agents and the assistant")
+		require.Equal(t, 4.0, r.JSON["total_count"], "one app's agents and the assistant")
 	})
 }

@@ -93,6 +93,14 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 		// (the downgraded document) does not know.
 		return &huma.Schema{Description: desc, AnyOf: []*huma.Schema{ref(reflect.TypeFor[LLMOutput]()), anyJSONOrNull(registry, "what a custom agent returned")}}
 	}
+	// A nullable object cannot be a $ref with nullable beside it (huma
+	// refuses the tag; 3.0 has no null branch): the activation's waiting
+	// is the Waiting schema inline, nullable.
+	nullableCopy := func(t reflect.Type, desc string) *huma.Schema {
+		c := *registry.SchemaFromRef(ref(t).Ref)
+		c.Nullable, c.Description = true, desc
+		return &c
+	}
 	executionStatus := &huma.Schema{Type: huma.TypeString, Enum: []any{function.StatusCompleted, function.StatusFailed},
 		Description: "Executions run to their end before the answer: completed, or failed with error"}
 	return map[string]map[string]*huma.Schema{
@@ -101,6 +109,8 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 			"context":     ref(reflect.TypeFor[ActivationContext]()),
 			"metadata":    ref(reflect.TypeFor[ActivationMetadata]()),
 			"output_data": outputData(true),
+			"waiting": nullableCopy(reflect.TypeFor[activation.Waiting](), "What the run waits for (a person's approval, or its caller's "+
+				"client tool results); null when it waits for nothing. Answer it with POST /api/v1/activations/{activation_id}/waitpoints/{waitpoint_id}."),
 		},
 		"ActivationCompletedEvent": {"output_data": outputData(false)},
 		"RunStep": {
