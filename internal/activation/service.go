@@ -475,6 +475,14 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, f store.ActivationFi
 	return s.Store.ActivationList(ctx, f)
 }
 
+// LastEventSeq is the seq of the caller's latest event: a page rendered
+// after reading it connects its event socket with ?since= that seq, so
+// what happened between its rendering and its connection is replayed,
+// not lost.
+func (s *Service) LastEventSeq(ctx context.Context, c *auth.Caller) (int64, error) {
+	return s.Store.EventLastSeq(ctx, c.UserID)
+}
+
 // LastInput is the input of the caller's latest activation of agentID
 // (nil before its first): where the UI's activate form starts.
 func (s *Service) LastInput(ctx context.Context, c *auth.Caller, agentID string) (json.RawMessage, error) {

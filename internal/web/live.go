@@ -157,6 +157,9 @@ type appData struct {
 	Page        pager
 	// Waiting are the activations that wait for a person's answer.
 	Waiting waitList
+	// Since is the caller's last event seq before the page was read: its
+	// event socket starts there (LastEventSeq).
+	Since int64
 }
 
 func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
@@ -173,6 +176,13 @@ func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	names := make(map[string]string, len(agents))
 	for _, a := range agents {
 		names[a.ID] = a.Name
+	}
+	// Read before the activations: an event after it is replayed to the
+	// page's socket, whenever that connects.
+	since, err := p.Activations.LastEventSeq(r.Context(), c)
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
 	}
 	waiting, err := p.waiting(r, c, app.ID, names)
 	if err != nil {
@@ -191,7 +201,7 @@ func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 		return
 	}
 	p.render(w, r, http.StatusOK, "app.html", view{Title: app.Name, Nav: "apps", Email: c.Email,
-		Data: appData{App: app, Agents: views, Total: total, Activations: activationRows(acts, names), Waiting: waiting,
+		Data: appData{App: app, Agents: views, Total: total, Activations: activationRows(acts, names), Waiting: waiting, Since: since,
 			Page: pager{Offset: offset, Limit: historyLimit, Total: actTotal, Shown: len(acts)}}})
 }
 
@@ -206,6 +216,8 @@ type activationData struct {
 	Truncated bool
 	// Run is its steps and what it waits for.
 	Run runData
+	// Since: as appData's.
+	Since int64
 }
 
 // ownedActivation is the page's activation ({activation_id}) of the
@@ -230,6 +242,11 @@ func (p *Pages) ownedActivation(r *http.Request, c *auth.Caller) (*store.App, *s
 // app, or an activation of another app, is the 404 page.
 func (p *Pages) activationPage(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 	ctx := r.Context()
+	since, err := p.Activations.LastEventSeq(ctx, c)
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
 	app, act, err := p.ownedActivation(r, c)
 	if err != nil {
 		p.fail(w, r, c, err)
@@ -257,7 +274,7 @@ func (p *Pages) activationPage(w http.ResponseWriter, r *http.Request, c *auth.C
 	}
 	d := activationData{App: app, Activation: activationRows([]store.Activation{*act}, names)[0],
 		Input: pretty(act.InputData), Output: pretty(act.OutputData), Context: pretty(act.Context),
-		Metadata: pretty(act.Metadata), Response: response(act.OutputData), Logs: logs, Truncated: truncated, Run: run}
+		Metadata: pretty(act.Metadata), Response: response(act.OutputData), Logs: logs, Truncated: truncated, Run: run, Since: since}
 	if d.Context == "{}" {
 		d.Context = ""
 	}

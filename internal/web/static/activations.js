@@ -141,9 +141,13 @@
   // The events WebSocket: statuses of the activations the query selects
   // (app_id=…, activation_id=…).
   var socket = null;
-  function listen(query) {
-    var since = -1;
+  // since is the last event seq the page was rendered after: the first
+  // connection asks for what came since, so nothing between the page's
+  // rendering and the socket's opening is missed.
+  function listen(query, since) {
+    since = since === undefined || since === "" ? -1 : Number(since);
     var tries = 0;
+    var replayed = false; // the first connection fetched the live parts
     function connect() {
       var url = (location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/api/v1/ws?" + query;
       if (since >= 0) url += "&since=" + since;
@@ -153,7 +157,8 @@
         tries = 0;
         // What changed between the page's rendering and this first
         // connection came as no event: fetch the live parts again.
-        if (since < 0) reloadLive();
+        if (!replayed) reloadLive();
+        replayed = true;
       });
       ws.addEventListener("message", function (m) {
         var ev;
@@ -596,9 +601,9 @@
 
   document.querySelectorAll("form[data-activate-form]").forEach(activateForm);
   if (table) {
-    listen("app_id=" + encodeURIComponent(table.dataset.appId));
+    listen("app_id=" + encodeURIComponent(table.dataset.appId), table.dataset.since);
   } else if (detail && !ENDED[detail.dataset.status]) {
-    listen("activation_id=" + encodeURIComponent(detail.dataset.activation));
+    listen("activation_id=" + encodeURIComponent(detail.dataset.activation), detail.dataset.since);
     follow(detail.dataset.activation, [detailView()]);
   }
 })();
