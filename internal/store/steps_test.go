@@ -179,7 +179,9 @@ func TestStepsInsertMany(t *testing.T) {
 			require.Equal(t, i, all[i].Index)
 		}
 		// Rows 1001..1119 are new, 1000 is not: the last statement fails.
-		err = s.InTx(ctx, func(tx *store.Store) error { return tx.StepsInsert(ctx, append(newSteps(1001, 119), newSteps(1000, 1)...)...) })
+		err = s.InTx(ctx, func(tx *store.Store) error {
+			return tx.StepsInsert(ctx, append(newSteps(1001, 119), newSteps(1000, 1)...)...)
+		})
 		require.ErrorIs(t, err, store.ErrConflict)
 		all, err = s.StepsAll(ctx, act.ID)
 		require.NoError(t, err)
