@@ -302,3 +302,28 @@ func TestWaitIsPostedToTheWebhook(t *testing.T) {
 		require.Contains(t, ev["output_data"].(map[string]any)["response"], "Tuesday")
 	})
 }
+
+// TestAWaitPausesTheRunsTimeout: a run that waits longer than its agent's
+// timeout_seconds for an approval still goes on once approved: the wait
+// does not count against its time.
+func TestAWaitPausesTheRunsTimeout(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		tok := e.signup("paused@example.com")
+		m := toolsManifest([]map[string]any{{"type": "function", "function": "lookup", "approval": "always"}}, nil)
+		m["agents"].([]map[string]any)[0]["timeout_seconds"] = 2
+		appID := e.importManifest(tok, m).expect(t, 201).str("app_id")
+		clerk := e.agentNamed(tok, appID, "clerk")
+
+		r := e.activateWait(tok, clerk, `call lookup {"email":"ada@example.com"}`)
+		id := r.str("activation_id")
+		w := r.JSON["waiting"].(map[string]any)
+		time.Sleep(2500 * time.Millisecond) //nolint:forbidigo // the wait must outlast the agent's timeout
+		call := w["tool_calls"].([]any)[0].(map[string]any)
+		e.do("POST", "/api/v1/activations/"+id+"/waitpoints/"+w["waitpoint_id"].(string),
+			map[string]any{"decisions": []any{map[string]any{"tool_call_id": call["tool_call_id"], "type": "approve"}}}, bearer(tok)).expect(t, 202)
+		done := e.await(tok, id)
+		require.Equal(t, "completed", done.str("status"), done.str("error"))
+	})
+}
