@@ -190,7 +190,10 @@
         reloadLive();
         // A stream brings its own final record.
         if (streams[id]) return;
-        getActivation(id).then(function (r) { if (r.ok) show(r.data); });
+        // A stream opened while this read was on its way (the page posted
+        // the activation and follows it) brings the tokens and then the
+        // record: finishing now would close it before its tokens.
+        getActivation(id).then(function (r) { if (r.ok && !streams[id]) show(r.data); });
         break;
       case "activation_waiting":
         viewsOf(id, streams[id]).forEach(function (v) { v.status("waiting"); });
