@@ -28,9 +28,7 @@ func TestMigrateUpgradesRiverV031Database(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
-		s, err := store.Open(ctx, testdb.URL(t, d))
-		require.NoError(t, err)
-		t.Cleanup(func() { s.Close() })
+		s := testdb.Unmigrated(t, d)
 		require.NoError(t, s.MigrateRiverTo(ctx, testdb.Logger(), riverV031Version))
 		migrator, err := rivermigrate.New(s.RiverDriver(), nil)
 		require.NoError(t, err)

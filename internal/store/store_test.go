@@ -222,9 +222,7 @@ func TestUnmigratedIsNotReady(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
-		s, err := store.Open(ctx, testdb.URL(t, d))
-		require.NoError(t, err)
-		t.Cleanup(func() { s.Close() })
+		s := testdb.Unmigrated(t, d)
 		require.Error(t, s.Migrated(ctx))
 	})
 }

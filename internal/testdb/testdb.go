@@ -126,8 +126,19 @@ func URL(t testing.TB, d store.Dialect) string {
 // Migrated), closed when t ends.
 func Open(t testing.TB, d store.Dialect) *store.Store {
 	t.Helper()
-	ctx := context.Background()
-	s, err := store.Open(ctx, Migrated(t, d))
+	return open(t, Migrated(t, d))
+}
+
+// Unmigrated opens a store on an empty database of dialect d, nothing
+// migrated (tests of migrations and readiness), closed when the test ends.
+func Unmigrated(t testing.TB, d store.Dialect) *store.Store {
+	t.Helper()
+	return open(t, URL(t, d))
+}
+
+func open(t testing.TB, url string) *store.Store {
+	t.Helper()
+	s, err := store.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
