@@ -25,6 +25,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/mcpserver"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/pipeline"
 	"github.com/agentplatform/agentplatform/internal/ratelimit"
@@ -92,6 +93,8 @@ type API struct {
 	// unlimited are the patterns of the routes exempt from rate (unlimited).
 	unlimited map[string]bool
 	logins    *ratelimit.Window
+	// mcp serves the MCP endpoints (mcp.go).
+	mcp *mcpserver.Service
 	// streams ends when the server shuts down, and the SSE streams with it
 	// (stream.go).
 	streamsCtx context.Context
@@ -110,6 +113,7 @@ func New(d Deps) (*API, error) {
 	}
 	a.streamsCtx, a.endStreams = context.WithCancel(context.Background())
 	a.logins = ratelimit.NewWindow(d.Config.LoginFailureLimit, time.Minute)
+	a.mcp = mcpserver.New(mcpserver.Deps{Apps: d.Apps, Activations: d.Activations, Functions: d.Functions, Pipelines: d.Pipelines})
 
 	cfg := huma.DefaultConfig("Agent Platform API", version.Version)
 	cfg.Info.Description = docDescription

@@ -177,6 +177,11 @@ func (a *API) routes() {
 	a.mux.HandleFunc("GET /api/v1/ws", a.eventsSocket)
 	a.documentEventsSocket()
 
+	// MCP: Streamable HTTP (JSON-RPC), served by plain net/http and
+	// documented by hand; the caller's rule is applied in mcpEndpoint.
+	a.mux.HandleFunc("POST /api/v1/apps/{app_id}/mcp", a.mcpEndpoint)
+	a.mux.HandleFunc("POST /api/v1/mcp", a.mcpEndpoint)
+
 	// Operations: no authentication.
 	register(a, unlimited(op("version", http.MethodGet, "/api/v1/version", "Platform and API version", "operations")), auth.Public, a.version)
 	register(a, unlimited(op("healthz", http.MethodGet, "/healthz", "Liveness", "operations")), auth.Public, a.healthz)

@@ -1,0 +1,167 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+// bearerTransport sends every request with a Bearer token, as an MCP
+// client configured with an API key does.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// mcpSession connects the go-sdk's client to an MCP endpoint of the
+// server with token.
+func (e *env) mcpSession(ctx context.Context, path, token string) (*mcp.ClientSession, error) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1.0.0"}, nil)
+	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url + path,
+		HTTPClient: &http.Client{Transport: bearerTransport{token}}, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
+}
+
+func toolText(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	require.NotEmpty(t, res.Content)
+	text, ok := res.Content[0].(*mcp.TextContent)
+	require.True(t, ok, "%T", res.Content[0])
+	return text.Text
+}
+
+// TestMCPServer: an app is an MCP server for the go-sdk's client over
+// stateless Streamable HTTP: its agents, functions and pipelines are
+// tools with their schemas, a call runs them as the API does (in history,
+// context.source "mcp"), and access is the API's.
+func TestMCPServer(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		session := e.signup("ada@example.com")
+		key := e.keyWith(session, "read:all", "write:all")
+		appID := e.importManifest(key, exampleManifest(t)).expect(t, 201).str("app_id")
+		path := "/api/v1/apps/" + appID + "/mcp"
+
+		cs, err := e.mcpSession(ctx, path, key)
+		require.NoError(t, err)
+		defer cs.Close()
+		tools, err := cs.ListTools(ctx, nil)
+		require.NoError(t, err)
+		byName := map[string]*mcp.Tool{}
+		for _, tl := range tools.Tools {
+			byName[tl.Name] = tl
+		}
+		for _, name := range []string{"triage", "escalation-router", "front-desk", "normalize-ticket", "customer-tickets", "record-ticket", "intake"} {
+			require.Contains(t, byName, name)
+		}
+		require.Len(t, byName, 7)
+		schema := func(name string) map[string]any {
+			b, err := json.Marshal(byName[name].InputSchema)
+			require.NoError(t, err)
+			var m map[string]any
+			require.NoError(t, json.Unmarshal(b, &m))
+			return m
+		}
+		require.Equal(t, []any{"prompt"}, schema("triage")["required"])
+		require.Contains(t, schema("triage")["properties"], "chat_id")
+		require.Equal(t, []any{"subject", "body", "customer_email"}, schema("normalize-ticket")["required"])
+		require.Contains(t, schema("intake")["properties"], "input")
+		require.True(t, strings.HasPrefix(byName["triage"].Description, "Reads a ticket"), byName["triage"].Description)
+
+		// The echo LLM agent answers; the activation is in history.
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "triage", Arguments: map[string]any{"prompt": "My invoice is wrong"}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, toolText(t, res))
+		require.True(t, strings.HasPrefix(toolText(t, res), "echo: "), toolText(t, res))
+		require.Contains(t, toolText(t, res), "My invoice is wrong")
+		acts := list(e.do("GET", "/api/v1/apps/"+appID+"/activations", nil, bearer(key)).expect(t, 200), "activations")
+		require.Len(t, acts, 1)
+		require.Equal(t, "completed", acts[0]["status"])
+		require.Equal(t, "mcp", acts[0]["context"].(map[string]any)["source"])
+
+		// The function: its output, structured and as text.
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "normalize-ticket", Arguments: map[string]any{
+			"subject": " Refund ", "body": "Twice. ", "customer_email": "Grace@Example.com"}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, toolText(t, res))
+		want := map[string]any{"subject": "Refund", "body": "Twice.", "customer_email": "grace@example.com", "priority": "normal"}
+		require.Equal(t, want, res.StructuredContent)
+		var fromText map[string]any
+		require.NoError(t, json.Unmarshal([]byte(toolText(t, res)), &fromText))
+		require.Equal(t, want, fromText)
+
+		// Bad input is the call's error, naming the field.
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "normalize-ticket", Arguments: map[string]any{"subject": "x"}})
+		require.NoError(t, err)
+		require.True(t, res.IsError)
+		require.Contains(t, toolText(t, res), "body")
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "triage", Arguments: map[string]any{}})
+		require.NoError(t, err)
+		require.True(t, res.IsError)
+		require.Contains(t, toolText(t, res), "prompt")
+
+		// The pipeline: its run's output.
+		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "intake", Arguments: map[string]any{"input": map[string]any{
+			"subject": "Refund for a double charge", "body": "I was charged twice.", "customer_email": "grace@example.com", "priority": "high"}}})
+		require.NoError(t, err)
+		require.False(t, res.IsError, toolText(t, res))
+		require.Equal(t, "billing", res.StructuredContent.(map[string]any)["team"], toolText(t, res))
+
+		// Every app's endpoint: the same tools, prefixed with the slug.
+		all, err := e.mcpSession(ctx, "/api/v1/mcp", key)
+		require.NoError(t, err)
+		defer all.Close()
+		tools, err = all.ListTools(ctx, nil)
+		require.NoError(t, err)
+		require.Len(t, tools.Tools, 7)
+		res, err = all.CallTool(ctx, &mcp.CallToolParams{Name: "support-desk__triage", Arguments: map[string]any{"prompt": "hi"}})
+		require.NoError(t, err)
+		require.Equal(t, "echo: hi", toolText(t, res))
+
+		// A read-only key lists but cannot call (403).
+		readOnly := e.keyWith(session, "read:all")
+		ro, err := e.mcpSession(ctx, path, readOnly)
+		require.NoError(t, err)
+		defer ro.Close()
+		tools, err = ro.ListTools(ctx, nil)
+		require.NoError(t, err)
+		require.Len(t, tools.Tools, 7)
+		_, err = ro.CallTool(ctx, &mcp.CallToolParams{Name: "triage", Arguments: map[string]any{"prompt": "hi"}})
+		require.Error(t, err)
+		require.Contains(t, err.Error(), "Forbidden")
+		raw := e.do("POST", path, map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+			"params": map[string]any{"name": "triage", "arguments": map[string]any{"prompt": "hi"}}},
+			bearer(readOnly), header("Accept", "application/json, text/event-stream"))
+		// A JSON-RPC error (with the API's error body as its data), which
+		// MCP clients read as the call's error.
+		require.Equal(t, http.StatusForbidden, raw.Status, string(raw.Body))
+		require.Equal(t, 7.0, raw.JSON["id"])
+		require.Equal(t, "PermissionError", raw.JSON["error"].(map[string]any)["data"].(map[string]any)["error_type"])
+
+		// Another user's app is not found; without a key, 401 with a challenge.
+		other := e.signup("grace@example.com")
+		_, err = e.mcpSession(ctx, path, e.keyWith(other, "read:all", "write:all"))
+		require.Error(t, err)
+		e.do("POST", path, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, bearer(e.keyWith(other, "read:all")),
+			header("Accept", "application/json, text/event-stream")).expect(t, http.StatusNotFound)
+		for _, p := range []string{path, "/api/v1/mcp"} {
+			r := e.do("POST", p, map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+				header("Accept", "application/json, text/event-stream")).expect(t, http.StatusUnauthorized)
+			require.Equal(t, "Bearer", r.Header.Get("WWW-Authenticate"))
+		}
+	})
+}

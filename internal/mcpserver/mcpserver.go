@@ -1,0 +1,185 @@
+// Package mcpserver makes every app an MCP server (DESIGN §4 "MCP
+// server"): the app's agents, functions and pipelines are its tools, and a
+// call runs an activation, an execution or a pipeline run exactly as the
+// API's routes do, so it is in history like theirs.
+//
+// The transport is the go-sdk's Streamable HTTP in stateless mode: the
+// server is built for each request from what its caller reaches and
+// thrown away after it, so any node answers any request and nothing is
+// kept in memory between requests. What a route requires of its caller
+// (authentication, the app's existence) is the API's business; this
+// package is handed the caller.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentplatform/agentplatform/internal/activation"
+	"github.com/agentplatform/agentplatform/internal/apps"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/function"
+	"github.com/agentplatform/agentplatform/internal/httperr"
+	"github.com/agentplatform/agentplatform/internal/pipeline"
+	"github.com/agentplatform/agentplatform/internal/version"
+)
+
+// Deps are the services a tool call goes through: the same the API's
+// routes use.
+type Deps struct {
+	Apps        *apps.Service
+	Activations *activation.Service
+	Functions   *function.Service
+	Pipelines   *pipeline.Service
+}
+
+// Service serves the MCP endpoints.
+type Service struct {
+	Deps
+	handler *mcp.StreamableHTTPHandler
+	// pipelinePoll is how often a pipeline call reads its run's state.
+	pipelinePoll time.Duration
+}
+
+// CallTimeout bounds how long a tool call waits for its run to end. An
+// activation also ends by its own timeout; a pipeline run has none.
+const CallTimeout = 15 * time.Minute
+
+// New builds the service.
+func New(d Deps) *Service {
+	s := &Service{Deps: d, pipelinePoll: 100 * time.Millisecond}
+	s.handler = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		srv, _ := r.Context().Value(serverKey{}).(*mcp.Server)
+		return srv
+	}, &mcp.StreamableHTTPOptions{
+		Stateless: true,
+		// The front door limits bodies already (internal/router), and the
+		// platform is often served behind a proxy on a loopback address
+		// with the public Host: the SDK's DNS-rebinding guard would refuse
+		// every request there. Credentials are bearer tokens or a cookie the
+		// router's CSRF check guards, which a rebound name never carries.
+		DisableLocalhostProtection:   true,
+		MaxRequestBodyBytes:          -1,
+		PropagateRequestCancellation: true,
+	})
+	return s
+}
+
+type serverKey struct{}
+
+// Serve answers one MCP request of caller: the tools of app appID, or of
+// every app the caller reaches (prefixed with the app's slug) when appID
+// is empty. An app the caller does not reach is the API's 404.
+//
+// tools/list needs what reading needs (the route checked it); tools/call
+// runs things, so it needs the scopes of activate: a read-only key gets a
+// 403 whose body is a JSON-RPC error (MCP clients read it as the call's
+// error without dropping the connection), with the API's error body as
+// its data.
+func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Caller, appID string) {
+	ctx := r.Context()
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		httperr.Write(w, r, err)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+		if err := auth.Allow(caller, auth.AppUse, http.MethodPost); err != nil {
+			writeRPCError(w, msg.ID, httperr.Body(ctx, err))
+			return
+		}
+	}
+	srv, err := s.server(ctx, caller, appID)
+	if err != nil {
+		httperr.Write(w, r, err)
+		return
+	}
+	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(ctx, serverKey{}, srv)))
+}
+
+// writeRPCError answers a refused request as a JSON-RPC error with the
+// HTTP status of the refusal.
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, b *httperr.ErrorBody) {
+	data, _ := json.Marshal(b)
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	out, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: b.Detail, Data: data}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(b.StatusCode)
+	_, _ = w.Write(out)
+}
+
+// server builds the MCP server of one request with the tools caller
+// reaches.
+func (s *Service) server(ctx context.Context, caller *auth.Caller, appID string) (*mcp.Server, error) {
+	tools, err := s.tools(ctx, caller, appID)
+	if err != nil {
+		return nil, err
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "agentplatform", Version: version.Version}, nil)
+	for _, t := range tools {
+		srv.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: t.schema}, s.handle(caller, t))
+	}
+	return srv, nil
+}
+
+// handle is the tool handler of t: its run's failure, bad input
+// included, is the call's result (isError), for the model to read.
+func (s *Service) handle(caller *auth.Caller, t tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args := req.Params.Arguments
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}")
+		}
+		out, err := t.run(ctx, s, caller, args)
+		if err != nil {
+			return failed(httperr.Body(ctx, err).Detail), nil
+		}
+		return out, nil
+	}
+}
+
+// failed is a call's error result.
+func failed(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// answer is a call's result for a run's output: the output as structured
+// content (an object; anything else is wrapped as {"result": output}),
+// and text, which is the answer itself when there is one (an LLM agent's
+// response) and the output's JSON otherwise.
+func answer(output json.RawMessage, text string) *mcp.CallToolResult {
+	if len(output) == 0 {
+		output = json.RawMessage("null")
+	}
+	var structured any = output
+	if len(bytes.TrimSpace(output)) == 0 || bytes.TrimSpace(output)[0] != '{' {
+		structured = map[string]json.RawMessage{"result": output}
+	}
+	if text == "" {
+		text = string(output)
+	}
+	return &mcp.CallToolResult{StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// errRunning is the error of a run that has not ended when the call
+// stops waiting for it.
+var errRunning = errors.New("still running")

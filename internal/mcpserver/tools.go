@@ -1,0 +1,282 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentplatform/agentplatform/internal/activation"
+	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/function"
+	"github.com/agentplatform/agentplatform/internal/pipeline"
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// The kinds of tool, also the suffix of a name two kinds share.
+const (
+	kindAgent    = "agent"
+	kindFunction = "function"
+	kindPipeline = "pipeline"
+)
+
+// tool is one agent, function or pipeline as a tool.
+type tool struct {
+	app, kind, id, name, description string
+	schema                           map[string]any
+	// llm: the agent takes {prompt, chat_id?}.
+	llm bool
+}
+
+// The input schemas of the kinds that have no schema of their own.
+var (
+	llmSchema = map[string]any{"type": "object", "required": []string{"prompt"}, "properties": map[string]any{
+		"prompt":  map[string]any{"type": "string", "description": "The message to the agent"},
+		"chat_id": map[string]any{"type": "string", "description": "A chat to continue: its earlier turns are sent as history"},
+	}}
+	pipelineSchema = map[string]any{"type": "object", "properties": map[string]any{
+		"input": map[string]any{"type": "object", "description": "The run's input, which the steps' templates read"},
+	}}
+)
+
+// objectSchema is a stored input_schema as a tool's: a tool takes an
+// object, so a schema without a type is given "object", and a schema of
+// anything else (or none) is any object, the run checking its input as
+// it would for any caller.
+func objectSchema(raw json.RawMessage) map[string]any {
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return map[string]any{"type": "object"}
+	}
+	switch m["type"] {
+	case nil:
+		m["type"] = "object"
+	case "object":
+	default:
+		return map[string]any{"type": "object"}
+	}
+	return m
+}
+
+// pageSize is how many rows a list reads at a time.
+const pageSize = 500
+
+// all reads every page of a list.
+func all[T any](list func(limit, offset int) ([]T, int, error)) ([]T, error) {
+	var out []T
+	for {
+		page, total, err := list(pageSize, len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) == 0 || len(out) >= total {
+			return out, nil
+		}
+	}
+}
+
+// tools are the tools of app appID, or of every app caller reaches
+// (named <slug>__<name>) when appID is empty.
+func (s *Service) tools(ctx context.Context, c *auth.Caller, appID string) ([]tool, error) {
+	var agents []store.Agent
+	var err error
+	if appID != "" {
+		if _, err := s.Apps.OwnedApp(ctx, c, appID); err != nil {
+			return nil, err
+		}
+		agents, err = all(func(l, o int) ([]store.Agent, int, error) { return s.Apps.AppAgents(ctx, c, appID, "", l, o) })
+	} else {
+		agents, err = all(func(l, o int) ([]store.Agent, int, error) { return s.Apps.Agents(ctx, c, "", l, o) })
+	}
+	if err != nil {
+		return nil, err
+	}
+	functions, err := all(func(l, o int) ([]store.Function, int, error) { return s.Functions.List(ctx, c, appID, l, o) })
+	if err != nil {
+		return nil, err
+	}
+	pipelines, err := all(func(l, o int) ([]store.Pipeline, int, error) { return s.Pipelines.List(ctx, c, appID, l, o) })
+	if err != nil {
+		return nil, err
+	}
+	var out []tool
+	for _, a := range agents {
+		if a.AppID == "" {
+			continue // a system agent belongs to no app
+		}
+		t := tool{app: a.AppID, kind: kindAgent, id: a.ID, name: a.Name, description: a.Description, llm: a.AgentTypeID == "llm"}
+		if t.llm {
+			t.schema = llmSchema
+		} else {
+			t.schema = objectSchema(a.InputSchema)
+		}
+		out = append(out, t)
+	}
+	for _, f := range functions {
+		out = append(out, tool{app: f.AppID, kind: kindFunction, id: f.ID, name: f.Name, description: f.Description, schema: objectSchema(f.InputSchema)})
+	}
+	for _, p := range pipelines {
+		out = append(out, tool{app: p.AppID, kind: kindPipeline, id: p.ID, name: p.Name, description: p.Description, schema: pipelineSchema})
+	}
+	return s.name(ctx, c, appID, out)
+}
+
+// name gives each tool its name: a name two kinds of one app share gets
+// _<kind> appended (on every tool that has it, so that no kind wins by
+// its order), and on the endpoint of every app the app's slug comes first.
+func (s *Service) name(ctx context.Context, c *auth.Caller, appID string, tools []tool) ([]tool, error) {
+	type key struct{ app, name string }
+	kinds := map[key]map[string]bool{}
+	for _, t := range tools {
+		k := key{t.app, t.name}
+		if kinds[k] == nil {
+			kinds[k] = map[string]bool{}
+		}
+		kinds[k][t.kind] = true
+	}
+	slugs := map[string]string{}
+	if appID == "" {
+		list, err := all(func(l, o int) ([]store.App, int, error) { return s.Apps.Apps(ctx, c, l, o) })
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range list {
+			slugs[a.ID] = a.Slug
+		}
+	}
+	out := tools[:0]
+	for _, t := range tools {
+		if len(kinds[key{t.app, t.name}]) > 1 {
+			t.name += "_" + t.kind
+		}
+		if appID == "" {
+			slug, ok := slugs[t.app]
+			if !ok {
+				continue // an app that is not the caller's own
+			}
+			t.name = slug + "__" + t.name
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// run runs the tool's agent, function or pipeline with the call's
+// arguments, as the API's routes do, and waits for its end.
+func (t tool) run(ctx context.Context, s *Service, c *auth.Caller, args json.RawMessage) (*mcp.CallToolResult, error) {
+	switch t.kind {
+	case kindFunction:
+		ex, err := s.Functions.Execute(ctx, c, t.app, t.id, args)
+		if err != nil {
+			return nil, err
+		}
+		if ex.Status != function.StatusCompleted {
+			return failed(deref(ex.Error, "Execution "+ex.Status)), nil
+		}
+		return answer(ex.Output, ""), nil
+	case kindPipeline:
+		return t.runPipeline(ctx, s, c, args)
+	}
+	return t.activate(ctx, s, c, args)
+}
+
+func deref(p *string, or string) string {
+	if p == nil || *p == "" {
+		return or
+	}
+	return *p
+}
+
+// activate runs the tool's agent: an activation with context.source
+// "mcp", waited for until it ends. A call cancelled before (its client
+// gone, or a cancel notification) cancels the activation.
+func (t tool) activate(ctx context.Context, s *Service, c *auth.Caller, args json.RawMessage) (*mcp.CallToolResult, error) {
+	r := activation.Request{AgentID: t.id, AppID: t.app, InputData: args, Context: map[string]any{"source": "mcp"}}
+	if t.llm {
+		var in struct {
+			Prompt *string `json:"prompt"`
+			ChatID string  `json:"chat_id"`
+		}
+		if err := json.Unmarshal(args, &in); err != nil {
+			return nil, apperr.Invalid("arguments", "Invalid arguments: "+err.Error())
+		}
+		if in.Prompt == nil {
+			return nil, apperr.Invalid("prompt", "Missing required field prompt")
+		}
+		r.InputData, _ = json.Marshal(map[string]string{"prompt": *in.Prompt})
+		if in.ChatID != "" {
+			r.Context["chat_id"] = in.ChatID
+		}
+	}
+	act, _, err := s.Activations.Create(ctx, c, r)
+	if err != nil {
+		return nil, err
+	}
+	act, err = s.Activations.Wait(ctx, act, CallTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if ctx.Err() != nil && !activation.Ended(act) {
+		// Nobody reads the answer: the run is not worth finishing.
+		if _, err := s.Activations.Cancel(context.WithoutCancel(ctx), act); err != nil {
+			return nil, err
+		}
+		return failed(activation.ErrCancelled), nil
+	}
+	switch {
+	case act.Status == store.StatusFailed:
+		return failed(deref(act.Error, "Activation failed")), nil
+	case act.Status != store.StatusCompleted && len(act.Waiting) > 0:
+		return failed(fmt.Sprintf("Activation %s waits for an answer: see GET /api/v1/activations/%s", act.ID, act.ID)), nil
+	case act.Status != store.StatusCompleted:
+		return failed(fmt.Sprintf("Activation %s is %s after %s", act.ID, errRunning, CallTimeout)), nil
+	}
+	text := ""
+	if t.llm {
+		var out struct {
+			Response string `json:"response"`
+		}
+		_ = json.Unmarshal(act.OutputData, &out)
+		text = out.Response
+	}
+	return answer(act.OutputData, text), nil
+}
+
+// runPipeline starts a run of the tool's pipeline and reads its state
+// until it ends.
+func (t tool) runPipeline(ctx context.Context, s *Service, c *auth.Caller, args json.RawMessage) (*mcp.CallToolResult, error) {
+	var in struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil {
+		return nil, apperr.Invalid("input", "Invalid arguments: "+err.Error())
+	}
+	run, err := s.Pipelines.Start(ctx, c, t.id, in.Input)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.NewTimer(CallTimeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(s.pipelinePoll)
+	defer tick.Stop()
+	for run.Status != pipeline.StatusCompleted && run.Status != pipeline.StatusFailed {
+		select {
+		case <-ctx.Done():
+			return failed("Pipeline run " + run.RunID + " goes on; the call was cancelled"), nil
+		case <-deadline.C:
+			return failed(fmt.Sprintf("Pipeline run %s is %s after %s", run.RunID, errRunning, CallTimeout)), nil
+		case <-tick.C:
+		}
+		if run, err = s.Pipelines.GetRun(ctx, c, run.RunID); err != nil {
+			return nil, err
+		}
+	}
+	if run.Status == pipeline.StatusFailed {
+		return failed(deref(run.Error, "Pipeline run failed")), nil
+	}
+	return answer(run.Output, ""), nil
+}
