@@ -333,6 +333,7 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			only map[string]string
 		}
 		const forbidden, absent = http.StatusForbidden, http.StatusNotFound
+		mcpList := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 		credentialCalls := func(body any) []call {
 			at := func(ids map[string]string) map[string]string { return with(map[string]string{"provider": "crm"}, ids) }
 			return []call{{ids: at(A), body: body, status: http.StatusBadRequest}, {ids: at(B), body: body, status: absent},
@@ -531,6 +532,11 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			{"GET /api/v1/ws", []call{{ids: none, query: "app_id=" + fa.appID, status: http.StatusSwitchingProtocols},
 				{ids: none, query: "app_id=" + fb.appID, status: absent}, {ids: none, query: "app_id=" + fc.appID, status: absent}}},
 
+			// MCP: A's tools; another app's endpoint is absent.
+			{"POST /api/v1/apps/{app_id}/mcp", []call{{ids: A, body: mcpList, status: 200}, {ids: B, body: mcpList, status: absent},
+				{ids: C, body: mcpList, status: absent}}},
+			{"POST /api/v1/mcp", []call{{ids: none, body: mcpList, status: 200}}},
+
 			// Last, since its control upgrades A in place: importing is
 			// creating an app (the account's) unless it upgrades A.
 			{"POST /api/v1/apps/import-manifest", []call{
@@ -602,7 +608,11 @@ func TestBoundKeyRouteTable(t *testing.T) {
 				if f, ok := body.(func() any); ok {
 					body = f()
 				}
-				res := e.do(method, path, body, bearer(bound), reason)
+				opts := []opt{bearer(bound), reason}
+				if strings.HasSuffix(template, "/mcp") {
+					opts = append(opts, header("Accept", "application/json, text/event-stream")) // what MCP's transport asks
+				}
+				res := e.do(method, path, body, opts...)
 				// Every route's answer is reported, not just the first wrong one.
 				if !assert.Equal(t, c.status, res.Status, "%s (%s): %s", name, r.route, res.Body) {
 					continue

@@ -132,6 +132,41 @@ func TestMCPServer(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "echo: hi", toolText(t, res))
 
+		// A second app: /api/v1/mcp has both; a key bound to one sees that
+		// one only, and the other's endpoint is absent for it. A function
+		// named like an agent makes both names say their kind.
+		second := exampleManifest(t)
+		second["slug"] = "desk-two"
+		secondID := e.importManifest(key, second).expect(t, 201).str("app_id")
+		e.do("POST", "/api/v1/functions", map[string]any{"app_id": secondID, "name": "triage", "description": "Same name",
+			"code": "async function run(input) { return {n: 1}; }"}, bearer(key)).expect(t, 201)
+		tools, err = all.ListTools(ctx, nil)
+		require.NoError(t, err)
+		require.Len(t, tools.Tools, 15)
+		names := map[string]bool{}
+		for _, tl := range tools.Tools {
+			names[tl.Name] = true
+		}
+		require.True(t, names["desk-two__triage_agent"] && names["desk-two__triage_function"] && names["support-desk__triage"], "%v", names)
+		res, err = all.CallTool(ctx, &mcp.CallToolParams{Name: "desk-two__triage_function", Arguments: map[string]any{}})
+		require.NoError(t, err)
+		require.Equal(t, map[string]any{"n": 1.0}, res.StructuredContent, toolText(t, res))
+		boundKey, _ := e.key(session, map[string]any{"name": "bound", "scopes": []string{"app:access"}, "app_id": appID})
+		bound, err := e.mcpSession(ctx, "/api/v1/mcp", boundKey)
+		require.NoError(t, err)
+		defer bound.Close()
+		tools, err = bound.ListTools(ctx, nil)
+		require.NoError(t, err)
+		require.Len(t, tools.Tools, 7)
+		for _, tl := range tools.Tools {
+			require.True(t, strings.HasPrefix(tl.Name, "support-desk__"), tl.Name)
+		}
+		res, err = bound.CallTool(ctx, &mcp.CallToolParams{Name: "support-desk__triage", Arguments: map[string]any{"prompt": "bound"}})
+		require.NoError(t, err)
+		require.Equal(t, "echo: bound", toolText(t, res), "app:access calls")
+		_, err = e.mcpSession(ctx, "/api/v1/apps/"+secondID+"/mcp", boundKey)
+		require.Error(t, err)
+
 		// A read-only key lists but cannot call (403).
 		readOnly := e.keyWith(session, "read:all")
 		ro, err := e.mcpSession(ctx, path, readOnly)
@@ -145,12 +180,24 @@ func TestMCPServer(t *testing.T) {
 		require.Contains(t, err.Error(), "Forbidden")
 		raw := e.do("POST", path, map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call",
 			"params": map[string]any{"name": "triage", "arguments": map[string]any{"prompt": "hi"}}},
-			bearer(readOnly), header("Accept", "application/json, text/event-stream"))
-		// A JSON-RPC error (with the API's error body as its data), which
-		// MCP clients read as the call's error.
-		require.Equal(t, http.StatusForbidden, raw.Status, string(raw.Body))
+			bearer(readOnly), header("Accept", "application/json, text/event-stream")).expectError(t, http.StatusForbidden, "PermissionError", "")
+		// It is a JSON-RPC answer too, which MCP clients read as the call's error.
 		require.Equal(t, 7.0, raw.JSON["id"])
-		require.Equal(t, "PermissionError", raw.JSON["error"].(map[string]any)["data"].(map[string]any)["error_type"])
+		require.Equal(t, "2.0", raw.JSON["jsonrpc"])
+		require.Equal(t, raw.str("detail"), raw.JSON["error"].(map[string]any)["message"])
+
+		// The document says what each method needs.
+		var doc struct {
+			Paths map[string]map[string]struct {
+				Description string `json:"description"`
+			} `json:"paths"`
+		}
+		require.NoError(t, json.Unmarshal(e.do("GET", "/api/v1/openapi.json", nil).expect(t, 200).Body, &doc))
+		for _, p := range []string{"/api/v1/apps/{app_id}/mcp", "/api/v1/mcp"} {
+			desc := doc.Paths[p]["post"].Description
+			require.Contains(t, desc, "`read:all`, `write:all`, `admin`, `app:access`", p)
+			require.Contains(t, desc, "`tools/call` runs things", p)
+		}
 
 		// Another user's app is not found; without a key, 401 with a challenge.
 		other := e.signup("grace@example.com")

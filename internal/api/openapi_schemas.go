@@ -25,6 +25,7 @@ var docTags = []*huma.Tag{
 	{Name: "agents", Description: "LLM and custom agents of your apps, and the system agents."},
 	{Name: "activations", Description: "Run an agent and read the results: create, wait, stream, cancel, history."},
 	{Name: "events", Description: "Your activation events, live over a WebSocket, resumable by `seq`."},
+	{Name: "mcp", Description: "Every app as an MCP server (Streamable HTTP, stateless): its agents, functions and pipelines as tools."},
 	{Name: "webhooks", Description: "Signed (Standard Webhooks) deliveries of finished activations, and the app's signing secret."},
 	{Name: "functions", Description: "JavaScript functions of your apps, run on demand with an input checked against their JSON Schema; every run is recorded."},
 	{Name: "pipelines", Description: "Sequences of agent and function steps whose inputs are templates over the run's input and earlier outputs; runs are asynchronous, step by step."},

@@ -181,6 +181,7 @@ func (a *API) routes() {
 	// documented by hand; the caller's rule is applied in mcpEndpoint.
 	a.mux.HandleFunc("POST /api/v1/apps/{app_id}/mcp", a.mcpEndpoint)
 	a.mux.HandleFunc("POST /api/v1/mcp", a.mcpEndpoint)
+	a.documentMCP()
 
 	// Operations: no authentication.
 	register(a, unlimited(op("version", http.MethodGet, "/api/v1/version", "Platform and API version", "operations")), auth.Public, a.version)

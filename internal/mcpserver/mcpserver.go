@@ -81,9 +81,9 @@ type serverKey struct{}
 //
 // tools/list needs what reading needs (the route checked it); tools/call
 // runs things, so it needs the scopes of activate: a read-only key gets a
-// 403 whose body is a JSON-RPC error (MCP clients read it as the call's
-// error without dropping the connection), with the API's error body as
-// its data.
+// 403 whose body is both the API's error body and a JSON-RPC error answer
+// to the call, which MCP clients read as the call's error without
+// dropping the connection.
 func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Caller, appID string) {
 	ctx := r.Context()
 	body, err := io.ReadAll(r.Body)
@@ -110,10 +110,10 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Cal
 	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(ctx, serverKey{}, srv)))
 }
 
-// writeRPCError answers a refused request as a JSON-RPC error with the
-// HTTP status of the refusal.
+// writeRPCError answers a refused request with the HTTP status of the
+// refusal and a body that is both the API's error body and a JSON-RPC
+// error answer to request id (JSON-RPC readers ignore the other members).
 func writeRPCError(w http.ResponseWriter, id json.RawMessage, b *httperr.ErrorBody) {
-	data, _ := json.Marshal(b)
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
@@ -121,7 +121,8 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, b *httperr.ErrorBo
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Error   jsonrpc.Error   `json:"error"`
-	}{"2.0", id, jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: b.Detail, Data: data}})
+		*httperr.ErrorBody
+	}{"2.0", id, jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: b.Detail}, b})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(b.StatusCode)
 	_, _ = w.Write(out)
