@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -210,5 +212,43 @@ func TestMCPServer(t *testing.T) {
 				header("Accept", "application/json, text/event-stream")).expect(t, http.StatusUnauthorized)
 			require.Equal(t, "Bearer", r.Header.Get("WWW-Authenticate"))
 		}
+	})
+}
+
+// TestMCPCancelledCallCancelsTheRun: a tools/call whose client goes away
+// cancels its activation: nobody reads the answer.
+func TestMCPCancelledCallCancelsTheRun(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		arrived := make(chan struct{}, 1)
+		outside := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			arrived <- struct{}{}
+			<-r.Context().Done()
+		}))
+		tok := e.signup("ada@example.com")
+		slow := e.jsAgent(tok, fmt.Sprintf(`async function run(input, ctx) { await ctx.http.fetch(%q); return "late"; }`, outside.URL+"/hang"), 60)
+		cs, err := e.mcpSession(context.Background(), "/api/v1/apps/"+slow.appID+"/mcp", tok)
+		require.NoError(t, err)
+		defer cs.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		called := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "script", Arguments: map[string]any{}})
+			called <- err
+		}()
+		select {
+		case <-arrived:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the run did not start")
+		}
+		cancel()
+		require.Error(t, <-called)
+		acts := list(e.do("GET", "/api/v1/apps/"+slow.appID+"/activations", nil, bearer(tok)).expect(t, 200), "activations")
+		require.Len(t, acts, 1)
+		done := e.await(tok, acts[0]["activation_id"].(string))
+		require.Equal(t, "failed", done.str("status"))
+		require.Equal(t, "Activation cancelled", done.str("error"))
+		require.Equal(t, "mcp", done.JSON["context"].(map[string]any)["source"])
 	})
 }
