@@ -56,7 +56,8 @@ func (a *API) documentMCP() {
 				"Tools: " + e.tools + ". LLM agents take `{prompt, chat_id?}`, custom agents their input_schema, functions theirs, pipelines `{input}`; " +
 				"descriptions are the manifest's. A call runs an activation (`context.source: \"mcp\"`, in history), a function execution or a pipeline run " +
 				"exactly as the API does, and answers its output as structured content and text (an LLM agent's `response`); " +
-				"a failed run or an input its schema refuses is `isError: true` with the error; a cancelled call cancels its activation.\n\n" +
+				"a failed run or an input its schema refuses is `isError: true` with the error; a cancelled call cancels its activation. " +
+				"A call with a progress token gets progress notifications: its activation's id, or its pipeline run's id and each step's end.\n\n" +
 				"Refusals of the MCP transport itself (a missing `Accept: application/json, text/event-stream`, another Content-Type) are plain text.",
 			RequestBody: &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{"application/json": {Schema: message}}},
 			Responses: map[string]*huma.Response{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,10 +28,14 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// mcpSession connects the go-sdk's client to an MCP endpoint of the
-// server with token.
-func (e *env) mcpSession(ctx context.Context, path, token string) (*mcp.ClientSession, error) {
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1.0.0"}, nil)
+// mcpSession connects the go-sdk's client (with opts, if any) to an MCP
+// endpoint of the server with token.
+func (e *env) mcpSession(ctx context.Context, path, token string, opts ...*mcp.ClientOptions) (*mcp.ClientSession, error) {
+	var o *mcp.ClientOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1.0.0"}, o)
 	return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.url + path,
 		HTTPClient: &http.Client{Transport: bearerTransport{token}}, DisableStandaloneSSE: true, MaxRetries: -1}, nil)
 }
@@ -58,7 +63,13 @@ func TestMCPServer(t *testing.T) {
 		appID := e.importManifest(key, exampleManifest(t)).expect(t, 201).str("app_id")
 		path := "/api/v1/apps/" + appID + "/mcp"
 
-		cs, err := e.mcpSession(ctx, path, key)
+		var mu sync.Mutex
+		var progress []string
+		cs, err := e.mcpSession(ctx, path, key, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			progress = append(progress, fmt.Sprintf("%v %g/%g %s", r.Params.ProgressToken, r.Params.Progress, r.Params.Total, strings.Fields(r.Params.Message)[0]))
+		}})
 		require.NoError(t, err)
 		defer cs.Close()
 		tools, err := cs.ListTools(ctx, nil)
@@ -116,12 +127,17 @@ func TestMCPServer(t *testing.T) {
 		require.True(t, res.IsError)
 		require.Contains(t, toolText(t, res), "prompt")
 
-		// The pipeline: its run's output.
-		res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "intake", Arguments: map[string]any{"input": map[string]any{
-			"subject": "Refund for a double charge", "body": "I was charged twice.", "customer_email": "grace@example.com", "priority": "high"}}})
+		// The pipeline: its run's output, and its steps' progress for a
+		// client that asks for it.
+		params := &mcp.CallToolParams{Name: "intake", Arguments: map[string]any{"input": map[string]any{
+			"subject": "Refund for a double charge", "body": "I was charged twice.", "customer_email": "grace@example.com", "priority": "high"}}}
+		params.SetProgressToken("p1")
+		res, err = cs.CallTool(ctx, params)
 		require.NoError(t, err)
 		require.False(t, res.IsError, toolText(t, res))
 		require.Equal(t, "billing", res.StructuredContent.(map[string]any)["team"], toolText(t, res))
+		require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(progress) == 3 }, 5*time.Second, 10*time.Millisecond)
+		require.Equal(t, []string{"p1 0/2 Pipeline", "p1 1/2 Step", "p1 2/2 Step"}, progress)
 
 		// Every app's endpoint: the same tools, prefixed with the slug.
 		all, err := e.mcpSession(ctx, "/api/v1/mcp", key)

@@ -150,11 +150,29 @@ func (s *Service) handle(caller *auth.Caller, t tool) mcp.ToolHandler {
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		out, err := t.run(ctx, s, caller, args)
+		out, err := t.run(ctx, s, caller, args, progressOf(req))
 		if err != nil {
 			return failed(httperr.Body(ctx, err).Detail), nil
 		}
 		return out, nil
+	}
+}
+
+// progress tells the client how far a call is: done of total (0: not
+// known), and what happened.
+type progress func(ctx context.Context, done, total float64, message string)
+
+// progressOf is the progress of req: notifications on the call's own
+// stream when the client gave a progress token (the only way a stateless
+// server reaches it), nothing otherwise. A notification that cannot be
+// sent is dropped: the call goes on.
+func progressOf(req *mcp.CallToolRequest) progress {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return func(context.Context, float64, float64, string) {}
+	}
+	return func(ctx context.Context, done, total float64, message string) {
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: done, Total: total, Message: message})
 	}
 }
 

@@ -167,7 +167,7 @@ func (s *Service) name(ctx context.Context, c *auth.Caller, appID string, tools 
 
 // run runs the tool's agent, function or pipeline with the call's
 // arguments, as the API's routes do, and waits for its end.
-func (t tool) run(ctx context.Context, s *Service, c *auth.Caller, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (t tool) run(ctx context.Context, s *Service, c *auth.Caller, args json.RawMessage, notify progress) (*mcp.CallToolResult, error) {
 	switch t.kind {
 	case kindFunction:
 		ex, err := s.Functions.Execute(ctx, c, t.app, t.id, args)
@@ -179,9 +179,9 @@ func (t tool) run(ctx context.Context, s *Service, c *auth.Caller, args json.Raw
 		}
 		return answer(ex.Output, ""), nil
 	case kindPipeline:
-		return t.runPipeline(ctx, s, c, args)
+		return t.runPipeline(ctx, s, c, args, notify)
 	}
-	return t.activate(ctx, s, c, args)
+	return t.activate(ctx, s, c, args, notify)
 }
 
 func deref(p *string, or string) string {
@@ -194,7 +194,7 @@ func deref(p *string, or string) string {
 // activate runs the tool's agent: an activation with context.source
 // "mcp", waited for until it ends. A call cancelled before (its client
 // gone, or a cancel notification) cancels the activation.
-func (t tool) activate(ctx context.Context, s *Service, c *auth.Caller, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (t tool) activate(ctx context.Context, s *Service, c *auth.Caller, args json.RawMessage, notify progress) (*mcp.CallToolResult, error) {
 	r := activation.Request{AgentID: t.id, AppID: t.app, InputData: args, Context: map[string]any{"source": "mcp"}}
 	if t.llm {
 		var in struct {
@@ -216,6 +216,7 @@ func (t tool) activate(ctx context.Context, s *Service, c *auth.Caller, args jso
 	if err != nil {
 		return nil, err
 	}
+	notify(ctx, 0, 0, "Activation "+act.ID+" "+act.Status)
 	act, err = s.Activations.Wait(ctx, act, CallTimeout)
 	if err != nil {
 		return nil, err
@@ -248,7 +249,7 @@ func (t tool) activate(ctx context.Context, s *Service, c *auth.Caller, args jso
 
 // runPipeline starts a run of the tool's pipeline and reads its state
 // until it ends.
-func (t tool) runPipeline(ctx context.Context, s *Service, c *auth.Caller, args json.RawMessage) (*mcp.CallToolResult, error) {
+func (t tool) runPipeline(ctx context.Context, s *Service, c *auth.Caller, args json.RawMessage, notify progress) (*mcp.CallToolResult, error) {
 	var in struct {
 		Input json.RawMessage `json:"input"`
 	}
@@ -259,6 +260,9 @@ func (t tool) runPipeline(ctx context.Context, s *Service, c *auth.Caller, args 
 	if err != nil {
 		return nil, err
 	}
+	total := float64(len(run.Steps))
+	notify(ctx, 0, total, "Pipeline run "+run.RunID+" "+run.Status)
+	ended := 0
 	deadline := time.NewTimer(CallTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(s.pipelinePoll)
@@ -274,9 +278,21 @@ func (t tool) runPipeline(ctx context.Context, s *Service, c *auth.Caller, args 
 		if run, err = s.Pipelines.GetRun(ctx, c, run.RunID); err != nil {
 			return nil, err
 		}
+		for ; ended < len(run.Steps) && stepEnded(run.Steps[ended].Status); ended++ {
+			notify(ctx, float64(ended+1), total, "Step "+run.Steps[ended].ID+" "+run.Steps[ended].Status)
+		}
 	}
 	if run.Status == pipeline.StatusFailed {
 		return failed(deref(run.Error, "Pipeline run failed")), nil
 	}
 	return answer(run.Output, ""), nil
+}
+
+// stepEnded reports whether a pipeline step is done with.
+func stepEnded(status string) bool {
+	switch status {
+	case pipeline.StatusCompleted, pipeline.StatusFailed, pipeline.StatusSkipped:
+		return true
+	}
+	return false
 }
