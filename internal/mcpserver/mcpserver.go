@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -198,7 +197,3 @@ func answer(output json.RawMessage, text string) *mcp.CallToolResult {
 	}
 	return &mcp.CallToolResult{StructuredContent: structured, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
-
-// errRunning is the error of a run that has not ended when the call
-// stops waiting for it.
-var errRunning = errors.New("still running")

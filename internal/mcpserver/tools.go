@@ -234,7 +234,7 @@ func (t tool) activate(ctx context.Context, s *Service, c *auth.Caller, args jso
 	case act.Status != store.StatusCompleted && len(act.Waiting) > 0:
 		return failed(fmt.Sprintf("Activation %s waits for an answer: see GET /api/v1/activations/%s", act.ID, act.ID)), nil
 	case act.Status != store.StatusCompleted:
-		return failed(fmt.Sprintf("Activation %s is %s after %s", act.ID, errRunning, CallTimeout)), nil
+		return failed(fmt.Sprintf("Activation %s is still %s after %s", act.ID, act.Status, CallTimeout)), nil
 	}
 	text := ""
 	if t.llm {
@@ -272,7 +272,7 @@ func (t tool) runPipeline(ctx context.Context, s *Service, c *auth.Caller, args 
 		case <-ctx.Done():
 			return failed("Pipeline run " + run.RunID + " goes on; the call was cancelled"), nil
 		case <-deadline.C:
-			return failed(fmt.Sprintf("Pipeline run %s is %s after %s", run.RunID, errRunning, CallTimeout)), nil
+			return failed(fmt.Sprintf("Pipeline run %s is still %s after %s", run.RunID, run.Status, CallTimeout)), nil
 		case <-tick.C:
 		}
 		if run, err = s.Pipelines.GetRun(ctx, c, run.RunID); err != nil {
