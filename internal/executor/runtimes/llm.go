@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -47,8 +48,12 @@ func (e *LLM) Runtime() string { return executor.LLMRuntime }
 func (e *LLM) NeedsAgentKey() bool { return false }
 
 // Validate checks that metadata.provider_id, if given, names a provider
-// the caller may use.
+// the caller may use, and that input_data.messages, if given, is a
+// conversation.
 func (e *LLM) Validate(ctx context.Context, c *executor.Check) error {
+	if _, _, err := messagesOf(c.Input); err != nil {
+		return err
+	}
 	pid, _ := c.Metadata["provider_id"].(string)
 	if pid == "" {
 		return nil
@@ -123,7 +128,15 @@ func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result,
 	}
 	req := llm.Request{Model: cfg.Model, System: cfg.SystemMessage, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
 		OnDelta: run.OnDelta}
-	if run.ChatID != "" {
+	msgs, hasMessages, err := messagesOf(run.Input)
+	if err != nil {
+		return nil, err
+	}
+	if hasMessages {
+		// The caller holds the conversation (the OpenAI-compatible
+		// endpoint): it is the request, with no prompt and no chat history.
+		req.Messages = msgs
+	} else if run.ChatID != "" {
 		turns, err := e.Store.ActivationChatHistory(ctx, run.UserID, run.AgentID, run.ChatID, run.CreatedAt, historyTurns)
 		if err != nil {
 			return nil, err
@@ -137,7 +150,9 @@ func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result,
 				llm.Message{Role: llm.RoleAssistant, Content: out.Response})
 		}
 	}
-	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(run.Input)})
+	if !hasMessages {
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(run.Input)})
+	}
 
 	// Most agents have no tools: they do not pay for parsing them.
 	if bytes.Contains(run.Config, []byte(`"tools"`)) {
@@ -209,4 +224,43 @@ func promptOf(input json.RawMessage) string {
 		b, _ := json.Marshal(extra)
 		return strings.TrimSpace(in.Prompt + "\n\n" + string(b))
 	}
+}
+
+// messagesOf reads input_data.messages, the whole conversation a caller
+// may send instead of a prompt: [{role, content}], roles system, user or
+// assistant. has is false when the input has no messages (most inputs:
+// they are not decoded).
+func messagesOf(input json.RawMessage) (msgs []llm.Message, has bool, err error) {
+	if !bytes.Contains(input, []byte(`"messages"`)) {
+		return nil, false, nil
+	}
+	var in struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(input, &in) != nil || len(in.Messages) == 0 || string(in.Messages) == "null" {
+		return nil, false, nil
+	}
+	var raw []json.RawMessage
+	if json.Unmarshal(in.Messages, &raw) != nil || len(raw) == 0 {
+		return nil, true, apperr.Invalid("input_data.messages", "Invalid value for field input_data.messages: expected a non-empty array of {role, content}")
+	}
+	msgs = make([]llm.Message, len(raw))
+	for i, r := range raw {
+		var m struct {
+			Role    *string `json:"role"`
+			Content *string `json:"content"`
+		}
+		field := fmt.Sprintf("input_data.messages[%d]", i)
+		if json.Unmarshal(r, &m) != nil {
+			return nil, true, apperr.Invalid(field, "Invalid value for field "+field+": expected {role, content} with string values")
+		}
+		if m.Role == nil || !llm.Role(*m.Role).Valid() {
+			return nil, true, apperr.Invalid(field+".role", "Invalid value for field "+field+".role: expected system, user or assistant")
+		}
+		if m.Content == nil {
+			return nil, true, apperr.Invalid(field+".content", "Missing required field: "+field+".content")
+		}
+		msgs[i] = llm.Message{Role: llm.Role(*m.Role), Content: *m.Content}
+	}
+	return msgs, true, nil
 }
