@@ -104,11 +104,7 @@ func TestOpenAIMessagesAndOverrides(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		e := newEnv(t, d, nil)
 		token := e.signup("oa@example.com")
-		fake := llmtest.NewOpenAI(t)
-		pid := e.do("POST", providersPath, map[string]any{"name": "fake", "provider_type": "openai",
-			"base_url": fake.URL, "api_key": "sk-test", "models": []string{"m"}}, bearer(token)).expect(t, 201).str("id")
-		f := e.llmAgent(token, map[string]any{"provider_id": pid, "model": "m", "system_message": "You are terse.",
-			"temperature": 0.9, "max_tokens": 500}, 30)
+		fake, f := e.fakeAgent(token, map[string]any{"system_message": "You are terse.", "temperature": 0.9, "max_tokens": 500})
 		client := e.openaiClient(e.keyWith(token, "read:all", "write:all"))
 		fake.SetReply("fine")
 
@@ -149,6 +145,60 @@ func TestOpenAIMessagesAndOverrides(t *testing.T) {
 		reqs = fake.Requests()
 		require.Equal(t, 12, reqs[len(reqs)-1].MaxTokens)
 		require.InDelta(t, 0.9, *reqs[len(reqs)-1].Temperature, 1e-9, "the agent's own temperature when none is sent")
+	})
+}
+
+// fakeAgent is an LLM agent (with the extra agent_config) on a fake
+// OpenAI server behind a provider of the user's.
+func (e *env) fakeAgent(token string, extra map[string]any) (*llmtest.Server, agentFixture) {
+	e.t.Helper()
+	fake := llmtest.NewOpenAI(e.t)
+	pid := e.do("POST", providersPath, map[string]any{"name": "fake", "provider_type": "openai",
+		"base_url": fake.URL, "api_key": "sk-test", "models": []string{"m"}}, bearer(token)).expect(e.t, 201).str("id")
+	cfg := map[string]any{"provider_id": pid, "model": "m"}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	return fake, e.llmAgent(token, cfg, 30)
+}
+
+// TestOpenAIClientGoneCancelsTheRun: a caller that stops waiting, for an
+// answer or a stream, cancels the activation and its LLM call.
+func TestOpenAIClientGoneCancelsTheRun(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		token := e.signup("oa@example.com")
+		fake, f := e.fakeAgent(token, nil)
+		release := fake.Block()
+		defer release()
+		client := e.openaiClient(e.keyWith(token, "read:all", "write:all"))
+		params := openai.ChatCompletionNewParams{Model: f.agentID, Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("wait")}}
+
+		for i, call := range []func(ctx context.Context) error{
+			func(ctx context.Context) error { _, err := client.Chat.Completions.New(ctx, params); return err },
+			func(ctx context.Context) error {
+				s := client.Chat.Completions.NewStreaming(ctx, params)
+				for s.Next() {
+				}
+				return s.Err()
+			},
+		} {
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- call(ctx) }()
+			fake.WaitCalls(t, i+1)
+			cancel()
+			require.Error(t, <-done)
+			r := e.do("GET", "/api/v1/agents/"+f.agentID+"/activations", nil, bearer(token)).expect(t, 200)
+			acts := list(r, "activations")
+			require.Len(t, acts, i+1)
+			for _, a := range acts {
+				got := e.await(token, a["activation_id"].(string))
+				require.Equal(t, "failed", got.str("status"))
+				require.Equal(t, "Activation cancelled", got.str("error"))
+			}
+		}
 	})
 }
 
