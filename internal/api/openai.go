@@ -132,7 +132,7 @@ func (a *API) openaiChat(w http.ResponseWriter, r *http.Request) {
 	}
 	act, _, err := a.Activations.Create(ctx, c, req.Activation(agent.ID))
 	if err != nil {
-		fail(err)
+		fail(openaicompat.FromActivate(err))
 		return
 	}
 	if req.Stream {
@@ -185,6 +185,15 @@ func (a *API) cancelAbandoned(ctx context.Context, act *store.Activation) {
 // chunk per token, the finish reason, the usage when asked, then [DONE].
 // A run that fails ends the stream with an error event, as OpenAI's does.
 func (a *API) openaiStream(ctx context.Context, w http.ResponseWriter, r *http.Request, act *store.Activation, req *openaicompat.ChatRequest) {
+	// Unless the stream reaches the run's end, its caller is gone: the run
+	// is cancelled, however early that happens (it may already be calling
+	// the model before the stream's first write).
+	done := false
+	defer func() {
+		if !done {
+			a.cancelAbandoned(ctx, act)
+		}
+	}()
 	rc := http.NewResponseController(w)
 	sub := a.Events.Subscribe(act.UserID, events.Filter{ActivationID: act.ID}, 16)
 	defer sub.Close()
@@ -213,10 +222,8 @@ func (a *API) openaiStream(ctx context.Context, w http.ResponseWriter, r *http.R
 	}
 	chunks := openaicompat.NewChunks(act, req.Model)
 	if !data(chunks.Role()) {
-		a.cancelAbandoned(ctx, act)
 		return
 	}
-	done := false
 	a.follow(ctx, act, cur, sub, toks, 0, streamSink{
 		token:     func(_ int, frag string) bool { return data(chunks.Token(frag)) },
 		live:      func(int, string, json.RawMessage) bool { return true },
@@ -234,7 +241,4 @@ func (a *API) openaiStream(ctx context.Context, w http.ResponseWriter, r *http.R
 			}
 		},
 	})
-	if !done {
-		a.cancelAbandoned(ctx, act)
-	}
 }

@@ -102,3 +102,14 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	w.WriteHeader(e.Status)
 	_ = json.NewEncoder(w).Encode(e.Body)
 }
+
+// FromActivate words an error of creating the activation as the request's:
+// input_data.messages[1].role is the request's messages[1].role.
+func FromActivate(err error) error {
+	ae, ok := apperr.As(err)
+	if !ok || ae.Kind != apperr.Validation || !strings.HasPrefix(ae.Field, "input_data.") {
+		return err
+	}
+	field := strings.TrimPrefix(ae.Field, "input_data.")
+	return apperr.Invalid(field, strings.ReplaceAll(ae.Detail, ae.Field, field))
+}
