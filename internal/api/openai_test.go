@@ -8,8 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/llm"
@@ -153,7 +155,7 @@ func TestOpenAIMessagesAndOverrides(t *testing.T) {
 func (e *env) fakeAgent(token string, extra map[string]any) (*llmtest.Server, agentFixture) {
 	e.t.Helper()
 	fake := llmtest.NewOpenAI(e.t)
-	pid := e.do("POST", providersPath, map[string]any{"name": "fake", "provider_type": "openai",
+	pid := e.do("POST", providersPath, map[string]any{"name": "fake-" + uuid.NewString()[:8], "provider_type": "openai",
 		"base_url": fake.URL, "api_key": "sk-test", "models": []string{"m"}}, bearer(token)).expect(e.t, 201).str("id")
 	cfg := map[string]any{"provider_id": pid, "model": "m"}
 	for k, v := range extra {
@@ -189,13 +191,13 @@ func TestOpenAIClientGoneCancelsTheRun(t *testing.T) {
 			go func() { done <- call(ctx) }()
 			fake.WaitCalls(t, i+1)
 			cancel()
-			require.Error(t, <-done)
+			require.Error(t, <-done, "call %d", i)
 			r := e.do("GET", "/api/v1/agents/"+f.agentID+"/activations", nil, bearer(token)).expect(t, 200)
 			acts := list(r, "activations")
 			require.Len(t, acts, i+1)
 			for _, a := range acts {
 				got := e.await(token, a["activation_id"].(string))
-				require.Equal(t, "failed", got.str("status"))
+				require.Equal(t, "failed", got.str("status"), "call %d", i)
 				require.Equal(t, "Activation cancelled", got.str("error"))
 			}
 		}
@@ -272,9 +274,9 @@ func TestOpenAIErrors(t *testing.T) {
 		require.Equal(t, "messages[1].role", oe.Param)
 
 		_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, Messages: hello},
-			option.WithJSONSet("tools", []any{map[string]any{"type": "function", "function": map[string]any{"name": "f"}}}))
+			option.WithJSONSet("tools", []any{map[string]any{"type": "custom", "function": map[string]any{"name": "f"}}}))
 		oe = requireOpenAIError(t, err, http.StatusBadRequest, "invalid_value")
-		require.Equal(t, "tools", oe.Param)
+		require.Equal(t, "tools[0].type", oe.Param)
 
 		// A read-only key may list but not call.
 		ro := e.openaiClient(e.keyWith(token, "read:all"))
@@ -319,7 +321,7 @@ func TestActivateWithMessages(t *testing.T) {
 				"input_data": map[string]any{"messages": messages}}, bearer(token))
 		}
 		activate([]any{map[string]any{"role": "user", "content": "a"}, map[string]any{"role": "robot", "content": "b"}}).
-			expectError(t, 400, "ValidationError", "Invalid value for field input_data.messages[1].role: expected system, user or assistant")
+			expectError(t, 400, "ValidationError", "Invalid value for field input_data.messages[1].role: expected system, user, assistant or tool")
 		activate([]any{map[string]any{"role": "user"}}).
 			expectError(t, 400, "ValidationError", "Missing required field: input_data.messages[0].content")
 		activate("hi").expectError(t, 400, "ValidationError",
@@ -329,5 +331,72 @@ func TestActivateWithMessages(t *testing.T) {
 			map[string]any{"role": "user", "content": "second"}}).expect(t, 201).str("activation_id")
 		r := e.await(token, id)
 		require.Equal(t, "echo: second", r.JSON["output_data"].(map[string]any)["response"])
+	})
+}
+
+// TestOpenAICallerTools: the caller's function tools are offered to the
+// model; a call of one ends the answer with finish_reason tool_calls, and
+// the caller goes on with a new request holding the results.
+func TestOpenAICallerTools(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		token := e.signup("oa@example.com")
+		fake, f := e.fakeAgent(token, nil)
+		client := e.openaiClient(e.keyWith(token, "read:all", "write:all"))
+		ctx := context.Background()
+		weather := openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{Name: "get_weather",
+			Description: openai.String("The weather in a city"),
+			Parameters:  shared.FunctionParameters{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}})
+		params := openai.ChatCompletionNewParams{Model: f.agentID, Tools: []openai.ChatCompletionToolUnionParam{weather},
+			Messages: []openai.ChatCompletionMessageParamUnion{openai.UserMessage("weather in Paris?")}}
+
+		fake.Queue(llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}})
+		comp, err := client.Chat.Completions.New(ctx, params)
+		require.NoError(t, err)
+		require.Equal(t, "tool_calls", comp.Choices[0].FinishReason)
+		calls := comp.Choices[0].Message.ToolCalls
+		require.Len(t, calls, 1)
+		require.Equal(t, "call_1", calls[0].ID)
+		require.Equal(t, "get_weather", calls[0].Function.Name)
+		require.JSONEq(t, `{"city":"Paris"}`, calls[0].Function.Arguments)
+		got := fake.Requests()[0]
+		require.Len(t, got.Tools, 1)
+		require.Equal(t, "get_weather", got.Tools[0].Name)
+
+		// The caller runs it and continues.
+		fake.Queue(llmtest.Reply{Text: "Sunny in Paris."})
+		params.Messages = append(params.Messages, comp.Choices[0].Message.ToParam(), openai.ToolMessage(`{"sky":"sunny"}`, "call_1"))
+		comp, err = client.Chat.Completions.New(ctx, params)
+		require.NoError(t, err)
+		require.Equal(t, "stop", comp.Choices[0].FinishReason)
+		require.Equal(t, "Sunny in Paris.", comp.Choices[0].Message.Content)
+		sent := fake.Requests()[1].Messages
+		require.Len(t, sent, 3)
+		require.Equal(t, []llm.ToolCall{{ID: "call_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}, sent[1].ToolCalls)
+		require.Equal(t, llm.RoleTool, sent[2].Role)
+		require.Equal(t, []llm.ToolResult{{CallID: "call_1", Content: `{"sky":"sunny"}`}}, sent[2].Results)
+
+		// Streamed, the calls come in the last chunk.
+		fake.Queue(llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "call_2", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}})
+		params.Messages = params.Messages[:1]
+		stream := client.Chat.Completions.NewStreaming(ctx, params)
+		acc := openai.ChatCompletionAccumulator{}
+		for stream.Next() {
+			acc.AddChunk(stream.Current())
+		}
+		require.NoError(t, stream.Err())
+		require.Equal(t, "tool_calls", acc.Choices[0].FinishReason)
+		require.Len(t, acc.Choices[0].Message.ToolCalls, 1)
+		require.Equal(t, "call_2", acc.Choices[0].Message.ToolCalls[0].ID)
+		require.JSONEq(t, `{"city":"Oslo"}`, acc.Choices[0].Message.ToolCalls[0].Function.Arguments)
+
+		// An agent with tools of its own does not take the caller's.
+		_, own := e.fakeAgent(token, map[string]any{"tools": []any{map[string]any{"type": "http", "name": "ping", "method": "GET",
+			"url": "https://example.com/ping", "parameters": map[string]any{"type": "object"}}}})
+		params.Model = own.agentID
+		_, err = client.Chat.Completions.New(ctx, params)
+		oe := requireOpenAIError(t, err, http.StatusBadRequest, "invalid_value")
+		require.Equal(t, "tools", oe.Param)
 	})
 }

@@ -39,8 +39,10 @@ type Usage struct {
 
 // AnswerMessage is the assistant's message of a choice.
 type AnswerMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role string `json:"role"`
+	// Content is null when the model only called tools.
+	Content   *string    `json:"content"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // Choice is the one choice of a completion.
@@ -62,8 +64,9 @@ type ChatCompletion struct {
 
 // Delta is a chunk's piece of the assistant's message.
 type Delta struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role      string     `json:"role,omitempty"`
+	Content   string     `json:"content,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // ChunkChoice is the one choice of a chunk.
@@ -88,9 +91,24 @@ type Chunk struct {
 // output is what an LLM activation's output_data holds that the answer
 // needs.
 type output struct {
-	Response     string `json:"response"`
-	Usage        Usage  `json:"usage"`
-	FinishReason string `json:"finish_reason"`
+	Response     string     `json:"response"`
+	Usage        Usage      `json:"usage"`
+	FinishReason string     `json:"finish_reason"`
+	ToolCalls    []wireCall `json:"tool_calls"`
+}
+
+// calls are the output's tool calls in OpenAI's shape; indexed, for a
+// chunk.
+func (o output) calls(indexed bool) []ToolCall {
+	var out []ToolCall
+	for i, c := range o.ToolCalls {
+		tc := ToolCall{ID: c.ID, Type: "function", Function: FunctionCall{Name: c.Name, Arguments: c.Arguments}}
+		if indexed {
+			tc.Index = &i
+		}
+		out = append(out, tc)
+	}
+	return out
 }
 
 // CompletionID is the answer's id: the activation's, recognisably.
@@ -100,9 +118,13 @@ func CompletionID(act *store.Activation) string { return "chatcmpl-" + act.ID }
 // the caller asked for.
 func Completion(act *store.Activation, model string) ChatCompletion {
 	out := outputOf(act)
+	msg := AnswerMessage{Role: "assistant", Content: &out.Response, ToolCalls: out.calls(false)}
+	if out.Response == "" && len(msg.ToolCalls) > 0 {
+		msg.Content = nil
+	}
 	return ChatCompletion{
 		ID: CompletionID(act), Object: "chat.completion", Created: act.CreatedAt.Unix(), Model: model,
-		Choices: []Choice{{Message: AnswerMessage{Role: "assistant", Content: out.Response}, FinishReason: out.FinishReason}},
+		Choices: []Choice{{Message: msg, FinishReason: out.FinishReason}},
 		Usage:   out.Usage,
 	}
 }
@@ -111,6 +133,9 @@ func outputOf(act *store.Activation) output {
 	var out output
 	_ = json.Unmarshal(act.OutputData, &out)
 	out.FinishReason = finishReason(out.FinishReason)
+	if len(out.ToolCalls) > 0 {
+		out.FinishReason = "tool_calls"
+	}
 	if out.Usage.TotalTokens == 0 {
 		out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
 	}
@@ -156,11 +181,11 @@ func (c Chunks) Token(text string) Chunk {
 	return c.chunk([]ChunkChoice{{Delta: Delta{Content: text}}}, nil)
 }
 
-// Finish is the chunk after the last token, with the finish reason of the
-// completed activation act.
+// Finish is the chunk after the last token, with the tool calls and the
+// finish reason of the completed activation act.
 func (c Chunks) Finish(act *store.Activation) Chunk {
-	reason := outputOf(act).FinishReason
-	return c.chunk([]ChunkChoice{{Delta: Delta{}, FinishReason: &reason}}, nil)
+	out := outputOf(act)
+	return c.chunk([]ChunkChoice{{Delta: Delta{ToolCalls: out.calls(true)}, FinishReason: &out.FinishReason}}, nil)
 }
 
 // Usage is the last chunk when the request asked for it: no choices, the

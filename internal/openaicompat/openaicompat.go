@@ -6,7 +6,6 @@
 package openaicompat
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -29,6 +28,37 @@ const Source = "openai"
 type Message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	// ToolCalls are an assistant turn's calls of the caller's tools.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID is the call a tool turn answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is OpenAI's function tool call, in a request's assistant turn
+// or in an answer.
+type ToolCall struct {
+	// Index is a chunk's place for the call (streams only).
+	Index    *int         `json:"index,omitempty"`
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall is the function a tool call calls.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is OpenAI's function tool: one of the caller's, which the caller
+// runs when the model calls it.
+type Tool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
 }
 
 // StreamOptions are OpenAI's stream_options.
@@ -39,20 +69,36 @@ type StreamOptions struct {
 // ChatRequest is the body of POST /chat/completions: the fields the
 // platform reads; others are ignored.
 type ChatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []Message       `json:"messages"`
-	Temperature         *float64        `json:"temperature"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *StreamOptions  `json:"stream_options"`
-	Tools               json.RawMessage `json:"tools"`
+	Model               string         `json:"model"`
+	Messages            []Message      `json:"messages"`
+	Temperature         *float64       `json:"temperature"`
+	MaxTokens           *int           `json:"max_tokens"`
+	MaxCompletionTokens *int           `json:"max_completion_tokens"`
+	Stream              bool           `json:"stream"`
+	StreamOptions       *StreamOptions `json:"stream_options"`
+	Tools               []Tool         `json:"tools"`
 }
 
 // turn is a message as the LLM runtime reads input_data.messages.
 type turn struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string     `json:"role"`
+	Content    *string    `json:"content"`
+	ToolCalls  []wireCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// wireCall is a tool call as the runtime keeps it (llm.ToolCall).
+type wireCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// runtimeTool is a caller's tool as the runtime reads input_data.tools.
+type runtimeTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
 }
 
 // ParseChatRequest decodes and checks body; errors are 400s naming the
@@ -72,8 +118,15 @@ func ParseChatRequest(body []byte) (*ChatRequest, error) {
 	if len(r.Messages) == 0 {
 		return nil, apperr.Invalid("messages", "Missing required parameter: 'messages'.")
 	}
-	if len(bytes.TrimSpace(r.Tools)) > 0 && string(bytes.TrimSpace(r.Tools)) != "null" && string(bytes.TrimSpace(r.Tools)) != "[]" {
-		return nil, apperr.Invalid("tools", "Tools sent by the caller are not supported yet: the agent's own tools run inside it.")
+	for i, t := range r.Tools {
+		if t.Type != "function" {
+			param := fmt.Sprintf("tools[%d].type", i)
+			return nil, apperr.Invalid(param, fmt.Sprintf("Invalid value for '%s': expected function.", param))
+		}
+		if t.Function.Name == "" {
+			param := fmt.Sprintf("tools[%d].function.name", i)
+			return nil, apperr.Invalid(param, fmt.Sprintf("Missing required parameter: '%s'.", param))
+		}
 	}
 	if r.Temperature != nil && (*r.Temperature < 0 || *r.Temperature > 2) {
 		return nil, apperr.Invalid("temperature", "Invalid 'temperature': expected a number from 0 to 2.")
@@ -109,19 +162,33 @@ func asTypeError(err error, te **json.UnmarshalTypeError) bool {
 func (r *ChatRequest) turn(i int) (turn, error) {
 	m := r.Messages[i]
 	switch m.Role {
-	case "system", "user", "assistant":
+	case "system", "user", "assistant", "tool":
 	case "developer":
 		m.Role = "system" // OpenAI's newer name for it
 	default:
 		param := fmt.Sprintf("messages[%d].role", i)
-		return turn{}, apperr.Invalid(param, fmt.Sprintf("Invalid value for '%s': expected one of system, user, assistant.", param))
+		return turn{}, apperr.Invalid(param, fmt.Sprintf("Invalid value for '%s': expected one of system, user, assistant, tool.", param))
 	}
 	text, ok := contentText(m.Content)
 	if !ok {
 		param := fmt.Sprintf("messages[%d].content", i)
 		return turn{}, apperr.Invalid(param, fmt.Sprintf("Invalid value for '%s': expected a string or an array of text parts.", param))
 	}
-	return turn{Role: m.Role, Content: text}, nil
+	t := turn{Role: m.Role, Content: &text}
+	switch {
+	case m.Role == "tool" && m.ToolCallID == "":
+		param := fmt.Sprintf("messages[%d].tool_call_id", i)
+		return turn{}, apperr.Invalid(param, fmt.Sprintf("Missing required parameter: '%s'.", param))
+	case m.Role == "tool":
+		t.ToolCallID = m.ToolCallID
+	case len(m.ToolCalls) > 0 && m.Role != "assistant":
+		param := fmt.Sprintf("messages[%d].tool_calls", i)
+		return turn{}, apperr.Invalid(param, fmt.Sprintf("Invalid value for '%s': only an assistant message calls tools.", param))
+	}
+	for _, c := range m.ToolCalls {
+		t.ToolCalls = append(t.ToolCalls, wireCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+	}
+	return t, nil
 }
 
 // contentText is a message's text: a string, null (an assistant turn
@@ -159,7 +226,15 @@ func (r *ChatRequest) Activation(agentID string) activation.Request {
 	for i := range r.Messages {
 		turns[i], _ = r.turn(i) // checked by ParseChatRequest
 	}
-	input, _ := json.Marshal(map[string]any{"messages": turns})
+	in := map[string]any{"messages": turns}
+	if len(r.Tools) > 0 {
+		tools := make([]runtimeTool, len(r.Tools))
+		for i, t := range r.Tools {
+			tools[i] = runtimeTool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters}
+		}
+		in["tools"] = tools
+	}
+	input, _ := json.Marshal(in)
 	meta := map[string]any{}
 	if r.Temperature != nil {
 		meta["temperature"] = *r.Temperature
