@@ -191,7 +191,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	// What only the agent's runtime reads, it checks. Without an executor
 	// there is nothing to check: the run fails and says why.
 	if e, err := s.Executors.For(agent.AgentTypeID, agent.Config); err == nil {
-		if err := e.Validate(ctx, &executor.Check{UserID: c.UserID, Config: agent.Config, Metadata: r.Metadata}); err != nil {
+		if err := e.Validate(ctx, &executor.Check{UserID: c.UserID, Config: agent.Config, Metadata: r.Metadata, Input: r.InputData}); err != nil {
 			return nil, false, err
 		}
 	}

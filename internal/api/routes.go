@@ -183,6 +183,10 @@ func (a *API) routes() {
 	a.mux.HandleFunc("POST /api/v1/mcp", a.mcpEndpoint)
 	a.documentMCP()
 
+	// The OpenAI-compatible endpoint: plain handlers answering OpenAI's
+	// shapes (openai.go), with activate's rule.
+	a.openaiRoutes()
+
 	// Operations: no authentication.
 	register(a, unlimited(op("version", http.MethodGet, "/api/v1/version", "Platform and API version", "operations")), auth.Public, a.version)
 	register(a, unlimited(op("healthz", http.MethodGet, "/healthz", "Liveness", "operations")), auth.Public, a.healthz)

@@ -183,6 +183,33 @@ func (a *API) serveStream(ctx context.Context, hctx huma.Context, act *store.Act
 		return err == nil && write("id: %s\nevent: %s\ndata: %s\n\n", id, event, b)
 	}
 
+	a.follow(ctx, act, cur, sub, toks, after, streamSink{
+		token: func(n int, frag string) bool { return send(strconv.Itoa(n), "token", TokenEvent{Delta: frag}) },
+		live: func(after int, name string, data json.RawMessage) bool {
+			return write("id: %d\nevent: %s\ndata: %s\n\n", after, name, data)
+		},
+		keepAlive: func() bool { return write(": keep-alive\n\n") },
+		final:     func(final *store.Activation) { send(finalEventID, "activation", activationOut(final)) },
+	})
+}
+
+// streamSink is where follow sends what it reads; a false answer ends the
+// stream (the client is gone).
+type streamSink struct {
+	// token is the n-th fragment of the answer.
+	token func(n int, frag string) bool
+	// live is a step or waiting event (name step or waiting), numbered
+	// with the last token's number.
+	live      func(after int, name string, data json.RawMessage) bool
+	keepAlive func() bool
+	// final is the ended activation, once all its tokens are out.
+	final func(final *store.Activation)
+}
+
+// follow sends activation act's tokens after `after`, its live events and
+// finally its ended record to sink. sub and toks were opened before cur
+// was read, so that neither a token nor the end can slip by in between.
+func (a *API) follow(ctx context.Context, act, cur *store.Activation, sub *events.Subscription, toks *events.TokenReader, after int, sink streamSink) {
 	ended := activation.Ended(cur)
 	// Past its retention no node has the tokens: no use waiting for them.
 	gaveUp := ended && cur.CompletedAt != nil && time.Since(*cur.CompletedAt) > events.TokenRetention+endWait
@@ -193,13 +220,13 @@ func (a *API) serveStream(ctx context.Context, hctx huma.Context, act *store.Act
 		t := toks.After(after)
 		for _, f := range t.Frags {
 			after++
-			if !send(strconv.Itoa(after), "token", TokenEvent{Delta: f}) {
+			if !sink.token(after, f) {
 				return
 			}
 		}
 		if ended && (t.Done || gaveUp) {
 			if final, err := a.Store.ActivationGet(ctx, act.ID); err == nil {
-				send(finalEventID, "activation", activationOut(final))
+				sink.final(final)
 			}
 			return
 		}
@@ -222,7 +249,7 @@ func (a *API) serveStream(ctx context.Context, hctx huma.Context, act *store.Act
 		case <-giveUp:
 			gaveUp = true
 		case <-keepAlive.C:
-			if !write(": keep-alive\n\n") {
+			if !sink.keepAlive() {
 				return
 			}
 		case ev, ok := <-sub.C:
@@ -245,7 +272,7 @@ func (a *API) serveStream(ctx context.Context, hctx huma.Context, act *store.Act
 				if ev.Type == events.ActivationWaiting {
 					name, data = "waiting", ev.Waiting
 				}
-				if !write("id: %d\nevent: %s\ndata: %s\n\n", after, name, data) {
+				if !sink.live(after, name, data) {
 					return
 				}
 			}

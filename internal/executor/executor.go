@@ -147,6 +147,8 @@ type Check struct {
 	// Metadata is the request's metadata, its known keys' types already
 	// checked.
 	Metadata map[string]any
+	// Input is the request's input_data, already known to be an object.
+	Input json.RawMessage
 }
 
 // ErrNoExecutor is the error of a run whose kind this platform cannot run.

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentplatform/agentplatform/internal/httperr"
+	"github.com/agentplatform/agentplatform/internal/openaicompat"
 )
 
 // refuse answers a request the front door turns away — too large, cross-
@@ -14,6 +15,11 @@ import (
 // browser anywhere else (Pages.ErrorPage, with the pages' layout and
 // security headers).
 func (rt *Router) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if openaicompat.Owns(r.URL.Path) {
+		// OpenAI's SDKs read only OpenAI's error shape.
+		openaicompat.WriteError(w, r, err)
+		return
+	}
 	body := httperr.Body(r.Context(), err)
 	if rt.pages == nil || wantsJSON(r) {
 		httperr.WriteBody(w, body)

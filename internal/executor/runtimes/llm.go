@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"time"
 
@@ -47,8 +49,19 @@ func (e *LLM) Runtime() string { return executor.LLMRuntime }
 func (e *LLM) NeedsAgentKey() bool { return false }
 
 // Validate checks that metadata.provider_id, if given, names a provider
-// the caller may use.
+// the caller may use, and that input_data.messages, if given, is a
+// conversation.
 func (e *LLM) Validate(ctx context.Context, c *executor.Check) error {
+	_, callerTools, _, err := messagesOf(c.Input)
+	if err != nil {
+		return err
+	}
+	if len(callerTools) > 0 && bytes.Contains(c.Config, []byte(`"tools"`)) {
+		if own, err := tool.ParseConfig(c.Config); err == nil && own != nil && len(own.Tools) > 0 {
+			return apperr.Invalid("input_data.tools", "Invalid value for field input_data.tools: this agent has tools of its own; "+
+				"a caller's tools are taken by agents without any")
+		}
+	}
 	pid, _ := c.Metadata["provider_id"].(string)
 	if pid == "" {
 		return nil
@@ -123,7 +136,15 @@ func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result,
 	}
 	req := llm.Request{Model: cfg.Model, System: cfg.SystemMessage, Temperature: cfg.Temperature, MaxTokens: cfg.MaxTokens,
 		OnDelta: run.OnDelta}
-	if run.ChatID != "" {
+	msgs, callerTools, hasMessages, err := messagesOf(run.Input)
+	if err != nil {
+		return nil, err
+	}
+	if hasMessages {
+		// The caller holds the conversation (the OpenAI-compatible
+		// endpoint): it is the request, with no prompt and no chat history.
+		req.Messages = msgs
+	} else if run.ChatID != "" {
 		turns, err := e.Store.ActivationChatHistory(ctx, run.UserID, run.AgentID, run.ChatID, run.CreatedAt, historyTurns)
 		if err != nil {
 			return nil, err
@@ -137,7 +158,9 @@ func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result,
 				llm.Message{Role: llm.RoleAssistant, Content: out.Response})
 		}
 	}
-	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(run.Input)})
+	if !hasMessages {
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: promptOf(run.Input)})
+	}
 
 	// Most agents have no tools: they do not pay for parsing them.
 	if bytes.Contains(run.Config, []byte(`"tools"`)) {
@@ -149,6 +172,8 @@ func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result,
 			return e.runLoop(ctx, run, p, req, tools)
 		}
 	}
+	// The caller's tools are the caller's to run: a call ends the run.
+	req.Tools = callerTools
 	res, err := e.Complete(ctx, p.Client, req)
 	if err != nil {
 		return nil, err
@@ -156,10 +181,14 @@ func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result,
 	if res.Provider == "" {
 		res.Provider = p.ProviderID
 	}
-	out, err := json.Marshal(map[string]any{
+	output := map[string]any{
 		"response": res.Text, "model": res.Model, "provider": res.Provider,
 		"usage": res.Usage, "finish_reason": res.FinishReason,
-	})
+	}
+	if len(res.ToolCalls) > 0 {
+		output["tool_calls"] = res.ToolCalls
+	}
+	out, err := json.Marshal(output)
 	if err != nil {
 		return nil, err
 	}
@@ -210,3 +239,91 @@ func promptOf(input json.RawMessage) string {
 		return strings.TrimSpace(in.Prompt + "\n\n" + string(b))
 	}
 }
+
+// conversation is what a caller that holds the conversation sends in
+// input_data (the OpenAI-compatible endpoint): messages instead of a
+// prompt, and tools of its own, which it runs itself.
+type conversation struct {
+	Messages json.RawMessage `json:"messages"`
+	Tools    []callerTool    `json:"tools"`
+}
+
+// callerTool is a tool of the caller's: when the model calls one, the run
+// ends with the calls (finish_reason tool_calls) for the caller to run.
+type callerTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// inputMessage is one turn of input_data.messages: an assistant turn may
+// hold the tool calls it made, and a tool turn answers one of them.
+type inputMessage struct {
+	Role       *string        `json:"role"`
+	Content    *string        `json:"content"`
+	ToolCalls  []llm.ToolCall `json:"tool_calls"`
+	ToolCallID string         `json:"tool_call_id"`
+}
+
+// messagesOf reads input_data.messages, the whole conversation a caller
+// may send instead of a prompt: [{role, content}], roles system, user,
+// assistant (with tool_calls) or tool (with tool_call_id; consecutive ones
+// make one turn of results), and the caller's tools. has is false when
+// the input has no messages (most inputs: they are not decoded).
+func messagesOf(input json.RawMessage) (msgs []llm.Message, tools []llm.Tool, has bool, err error) {
+	if !bytes.Contains(input, []byte(`"messages"`)) {
+		return nil, nil, false, nil
+	}
+	var in conversation
+	if json.Unmarshal(input, &in) != nil || len(in.Messages) == 0 || string(in.Messages) == "null" {
+		return nil, nil, false, nil
+	}
+	var raw []json.RawMessage
+	if json.Unmarshal(in.Messages, &raw) != nil || len(raw) == 0 {
+		return nil, nil, true, apperr.Invalid("input_data.messages", "Invalid value for field input_data.messages: expected a non-empty array of {role, content}")
+	}
+	for i, r := range raw {
+		var m inputMessage
+		field := fmt.Sprintf("input_data.messages[%d]", i)
+		if json.Unmarshal(r, &m) != nil {
+			return nil, nil, true, apperr.Invalid(field, "Invalid value for field "+field+": expected {role, content} with string values")
+		}
+		if m.Role == nil || (*m.Role != string(llm.RoleTool) && !llm.Role(*m.Role).Valid()) {
+			return nil, nil, true, apperr.Invalid(field+".role", "Invalid value for field "+field+".role: expected system, user, assistant or tool")
+		}
+		role := llm.Role(*m.Role)
+		switch {
+		case role == llm.RoleTool:
+			if m.ToolCallID == "" || m.Content == nil {
+				return nil, nil, true, apperr.Invalid(field+".tool_call_id", "Missing required field: "+field+".tool_call_id (and content)")
+			}
+			res := llm.ToolResult{CallID: m.ToolCallID, Content: *m.Content}
+			if n := len(msgs); n > 0 && msgs[n-1].Role == llm.RoleTool {
+				msgs[n-1].Results = append(msgs[n-1].Results, res)
+			} else {
+				msgs = append(msgs, llm.Message{Role: llm.RoleTool, Results: []llm.ToolResult{res}})
+			}
+			continue
+		case m.Content == nil && !(role == llm.RoleAssistant && len(m.ToolCalls) > 0):
+			return nil, nil, true, apperr.Invalid(field+".content", "Missing required field: "+field+".content")
+		case len(m.ToolCalls) > 0 && role != llm.RoleAssistant:
+			return nil, nil, true, apperr.Invalid(field+".tool_calls", "Invalid value for field "+field+".tool_calls: only an assistant turn calls tools")
+		}
+		msg := llm.Message{Role: role, ToolCalls: m.ToolCalls}
+		if m.Content != nil {
+			msg.Content = *m.Content
+		}
+		msgs = append(msgs, msg)
+	}
+	for i, t := range in.Tools {
+		if !toolName.MatchString(t.Name) {
+			field := fmt.Sprintf("input_data.tools[%d].name", i)
+			return nil, nil, true, apperr.Invalid(field, "Invalid value for field "+field+": expected ^[a-zA-Z0-9_-]{1,64}$")
+		}
+		tools = append(tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	return msgs, tools, true, nil
+}
+
+// toolName is what providers accept as a tool's name.
+var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
