@@ -74,6 +74,7 @@ func TestMCPServer(t *testing.T) {
 		defer cs.Close()
 		tools, err := cs.ListTools(ctx, nil)
 		require.NoError(t, err)
+		require.Equal(t, "private", tools.CacheScope, "a tool list is its caller's: no shared cache")
 		byName := map[string]*mcp.Tool{}
 		for _, tl := range tools.Tools {
 			byName[tl.Name] = tl

@@ -134,7 +134,11 @@ func (s *Service) server(ctx context.Context, caller *auth.Caller, appID string)
 	if err != nil {
 		return nil, err
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "agentplatform", Version: version.Version}, nil)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "agentplatform", Version: version.Version}, &mcp.ServerOptions{
+		// A tool list is what this caller reaches: no shared cache may
+		// hand it to another (the protocol's default scope is public).
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
+	})
 	for _, t := range tools {
 		srv.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: t.schema}, s.handle(caller, t))
 	}
