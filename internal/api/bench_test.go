@@ -396,3 +396,60 @@ func processCPU() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkReach is one echo LLM agent called three ways, each answering
+// once the run has ended: activate with Prefer: wait over the API, an MCP
+// tools/call (stateless Streamable HTTP, no session), and an
+// OpenAI-compatible chat completion. It reports the process's CPU per call.
+func BenchmarkReach(b *testing.B) {
+	for _, d := range testdb.Dialects {
+		e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_WORKERS": "16"})
+		token := e.signup("bench@example.com")
+		key := e.keyWith(token, "read:all", "write:all")
+		app := e.importManifest(key, exampleManifest(b)).expect(b, 201)
+		appID, slug := app.str("app_id"), app.str("slug")
+		triage := e.agentNamed(key, appID, "triage")
+		for _, tc := range []struct {
+			name, path, body string
+			header           map[string]string
+		}{
+			{"activate-wait", "/api/v1/activations", `{"agent_id":"` + triage + `","input_data":{"prompt":"My invoice is wrong"}}`,
+				map[string]string{"Prefer": "wait=30"}},
+			{"mcp-call", "/api/v1/apps/" + appID + "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"triage","arguments":{"prompt":"My invoice is wrong"}}}`,
+				map[string]string{"Accept": "application/json, text/event-stream"}},
+			{"openai-completion", "/api/v1/openai/chat/completions", `{"model":"` + slug + `/triage","messages":[{"role":"user","content":"My invoice is wrong"}]}`, nil},
+		} {
+			b.Run(string(d)+"/"+tc.name, func(b *testing.B) {
+				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+				body := []byte(tc.body)
+				cpu := processCPU()
+				b.ReportAllocs()
+				b.SetParallelism(4)
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						req, _ := http.NewRequest("POST", e.url+tc.path, bytes.NewReader(body))
+						req.Header.Set("Authorization", "Bearer "+key)
+						req.Header.Set("Content-Type", "application/json")
+						for k, v := range tc.header {
+							req.Header.Set(k, v)
+						}
+						res, err := client.Do(req)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						out, _ := io.ReadAll(res.Body)
+						res.Body.Close()
+						if res.StatusCode >= 300 || !bytes.Contains(out, []byte("echo: My invoice is wrong")) {
+							b.Errorf("%s: %d %s", tc.name, res.StatusCode, out)
+							return
+						}
+					}
+				})
+				b.StopTimer()
+				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+			})
+		}
+	}
+}
