@@ -94,6 +94,9 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Cal
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
 	}
 	if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
 		if err := auth.Allow(caller, auth.AppUse, http.MethodPost); err != nil {
@@ -101,7 +104,13 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Cal
 			return
 		}
 	}
-	srv, err := s.server(ctx, caller, appID)
+	// A call needs its one tool: the SDK checks the arguments against the
+	// schema of every tool it is given, which costs more than the call.
+	only := ""
+	if msg.Method == "tools/call" {
+		only = msg.Params.Name
+	}
+	srv, err := s.server(ctx, caller, appID, only)
 	if err != nil {
 		httperr.Write(w, r, err)
 		return
@@ -128,8 +137,9 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, b *httperr.ErrorBo
 }
 
 // server builds the MCP server of one request with the tools caller
-// reaches.
-func (s *Service) server(ctx context.Context, caller *auth.Caller, appID string) (*mcp.Server, error) {
+// reaches; only, when not empty, keeps that one tool (a tools/call's),
+// or none when there is no such tool, which the SDK answers as unknown.
+func (s *Service) server(ctx context.Context, caller *auth.Caller, appID, only string) (*mcp.Server, error) {
 	tools, err := s.tools(ctx, caller, appID)
 	if err != nil {
 		return nil, err
@@ -140,6 +150,9 @@ func (s *Service) server(ctx context.Context, caller *auth.Caller, appID string)
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
 	for _, t := range tools {
+		if only != "" && t.name != only {
+			continue
+		}
 		srv.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: t.schema}, s.handle(caller, t))
 	}
 	return srv, nil
