@@ -177,13 +177,12 @@ func (s *Service) answer(ctx context.Context, a *store.Activation, wp *store.Wai
 		if _, err := tx.StepEnd(ctx, a.ID, st.Index, st.Status, st.Output, st.Error, nil, now); err != nil {
 			return err
 		}
-		j := &journal{s: s, a: a}
 		if fail != nil {
 			ended, ok, err := tx.ActivationFinish(ctx, a.ID, store.Outcome{Status: store.StatusFailed, Error: fail.Error(), CompletedAt: now})
 			if err != nil || !ok {
 				return err // ended meanwhile (a cancel): nothing more to do
 			}
-			if err := s.Events.Record(ctx, tx, j.stepEvent(st)); err != nil {
+			if err := s.Events.Record(ctx, tx, s.stepEvent(a, st)); err != nil {
 				return err
 			}
 			return s.endedTx(ctx, tx, ended, nil)
@@ -198,7 +197,7 @@ func (s *Service) answer(ctx context.Context, a *store.Activation, wp *store.Wai
 		if _, err := s.Queue.InsertTx(ctx, tx, Args{ActivationID: a.ID, UserID: a.UserID, Resume: true}, jobOpts(a.Priority)); err != nil {
 			return err
 		}
-		return s.Events.Record(ctx, tx, j.stepEvent(st))
+		return s.Events.Record(ctx, tx, s.stepEvent(a, st))
 	})
 }
 

@@ -81,7 +81,7 @@ func (j *journal) Record(ctx context.Context, steps ...*store.Step) error {
 		var evs []*events.Event
 		for _, st := range steps {
 			if st.EndedAt != nil {
-				evs = append(evs, j.stepEvent(st))
+				evs = append(evs, j.s.stepEvent(j.a, st))
 			}
 		}
 		return j.s.Events.Record(ctx, tx, evs...)
@@ -99,7 +99,7 @@ func (j *journal) End(ctx context.Context, st *store.Step) error {
 		if err != nil || !ok {
 			return err // ended already: by the run this one took over from
 		}
-		return j.s.Events.Record(ctx, tx, j.stepEvent(st))
+		return j.s.Events.Record(ctx, tx, j.s.stepEvent(j.a, st))
 	})
 }
 
@@ -159,9 +159,9 @@ func (j *journal) Wait(ctx context.Context, w *executor.Wait) error {
 	})
 }
 
-// stepEvent is the activation_step event of st.
-func (j *journal) stepEvent(st *store.Step) *events.Event {
-	ev := j.s.event(events.ActivationStep, j.a)
+// stepEvent is the activation_step event of a's step st.
+func (s *Service) stepEvent(a *store.Activation, st *store.Step) *events.Event {
+	ev := s.event(events.ActivationStep, a)
 	ev.Step, _ = json.Marshal(StepOf(st))
 	return &ev
 }

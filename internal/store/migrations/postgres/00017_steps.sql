@@ -40,8 +40,6 @@ CREATE TABLE waitpoints (
     answer        JSONB
 );
 CREATE INDEX waitpoints_activation ON waitpoints(activation_id, created_at);
--- The sweep that expires unanswered waitpoints reads only those.
-CREATE INDEX waitpoints_unanswered ON waitpoints(expires_at) WHERE answered_at IS NULL;
 
 ALTER TABLE activations ADD COLUMN waiting JSONB;
 -- status=waiting lists (a user's, newest first) read only waiting runs.
