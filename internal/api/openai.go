@@ -12,7 +12,6 @@ import (
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
-	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/httperr"
 	"github.com/agentplatform/agentplatform/internal/openaicompat"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -195,20 +194,13 @@ func (a *API) openaiStream(ctx context.Context, w http.ResponseWriter, r *http.R
 		}
 	}()
 	rc := http.NewResponseController(w)
-	sub := a.Events.Subscribe(act.UserID, events.Filter{ActivationID: act.ID}, 16)
-	defer sub.Close()
-	toks := a.Events.ReadTokens(act.UserID, act.ID)
-	defer toks.Close()
-	cur, err := a.Store.ActivationGet(ctx, act.ID)
+	sub, toks, cur, stop, err := a.watch(ctx, act)
 	if err != nil {
 		openaicompat.WriteError(w, r, err)
 		return
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	defer stop()
+	startEventStream(w, http.StatusOK)
 	write := func(line string) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 		if _, err := io.WriteString(w, line); err != nil {

@@ -146,28 +146,42 @@ func (a *API) openStream(ctx context.Context, c *auth.Caller) (_ context.Context
 // timeout.
 func (a *API) CloseStreams() { a.endStreams() }
 
-// serveStream writes activation act's events to hctx with status: its
-// tokens numbered after `after`, then the final record.
-func (a *API) serveStream(ctx context.Context, hctx huma.Context, act *store.Activation, after, status int) {
-	r, w := humago.Unwrap(hctx)
-	rc := http.NewResponseController(w)
-	// Subscribe and start reading the tokens before reading the state, so
-	// that neither a token nor the end can slip by in between.
+// watch opens activation act's events and tokens, then reads its state:
+// in that order, so that neither a token nor the end can slip by in
+// between. stop closes what it opened.
+func (a *API) watch(ctx context.Context, act *store.Activation) (*events.Subscription, *events.TokenReader, *store.Activation, func(), error) {
 	sub := a.Events.Subscribe(act.UserID, events.Filter{ActivationID: act.ID}, 16)
-	defer sub.Close()
 	toks := a.Events.ReadTokens(act.UserID, act.ID)
-	defer toks.Close()
+	stop := func() { toks.Close(); sub.Close() }
 	cur, err := a.Store.ActivationGet(ctx, act.ID)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		stop()
+		return nil, nil, nil, nil, err
 	}
+	return sub, toks, cur, stop, nil
+}
 
+// startEventStream writes the head of a text/event-stream answer.
+func startEventStream(w http.ResponseWriter, status int) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	w.WriteHeader(status)
+}
+
+// serveStream writes activation act's events to hctx with status: its
+// tokens numbered after `after`, then the final record.
+func (a *API) serveStream(ctx context.Context, hctx huma.Context, act *store.Activation, after, status int) {
+	r, w := humago.Unwrap(hctx)
+	rc := http.NewResponseController(w)
+	sub, toks, cur, stop, err := a.watch(ctx, act)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	defer stop()
+	startEventStream(w, status)
 	if rc.Flush() != nil {
 		return
 	}
