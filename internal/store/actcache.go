@@ -67,6 +67,18 @@ func (c *activationCache) clear() {
 	c.mu.Unlock()
 }
 
+// changingActivation drops id's entry before a statement changes it. The
+// entry is put back (cacheActivation) only after the commit, by the
+// committer's work after it; until then reads go to the database, so a read
+// between the commit and that work sees the change. A reader that learns
+// from the events table that an activation ended, then reads it, must not
+// be answered the state from before (a waiter missed its wakeup that way).
+func (s *Store) changingActivation(id string) {
+	if s.acts != nil {
+		s.acts.drop(id)
+	}
+}
+
 // cacheActivation records a's new committed state, if this store caches.
 func (s *Store) cacheActivation(a *Activation) {
 	if s.acts != nil {
@@ -74,11 +86,16 @@ func (s *Store) cacheActivation(a *Activation) {
 	}
 }
 
-// uncacheActivation forgets id (or every activation, for ""), once the
-// change commits.
+// uncacheActivation forgets id (or every activation, for ""), now and once
+// the change commits (changingActivation says why now).
 func (s *Store) uncacheActivation(id string) {
 	if s.acts == nil {
 		return
+	}
+	if id == "" {
+		s.acts.clear()
+	} else {
+		s.acts.drop(id)
 	}
 	s.onCommit(func() {
 		if id == "" {

@@ -134,9 +134,9 @@ func (s *Store) ActivationGetByIdempotencyKey(ctx context.Context, userID, key s
 // ActivationReleaseIdempotencyKey frees a key whose activation is older than
 // `before`: the key's 24 h window is over and it may name a new activation.
 func (s *Store) ActivationReleaseIdempotencyKey(ctx context.Context, userID, key string, before time.Time) error {
+	s.uncacheActivation("")
 	_, err := s.writer().ExecContext(ctx, `UPDATE activations SET idempotency_key = NULL
 		WHERE user_id = $1 AND idempotency_key = $2 AND created_at < $3`, userID, key, s.ts(before))
-	s.uncacheActivation("")
 	return err
 }
 
@@ -144,6 +144,7 @@ func (s *Store) ActivationReleaseIdempotencyKey(ctx context.Context, userID, key
 // returns it; ok is false when it is not queued (already run, cancelled, or
 // claimed by another worker), which makes duplicate jobs harmless.
 func (s *Store) ActivationClaim(ctx context.Context, id, workerID string, now time.Time) (*Activation, bool, error) {
+	s.changingActivation(id)
 	var a Activation
 	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations
 		SET status = 'running', started_at = $3, worker_id = $2, attempt = attempt + 1
@@ -168,6 +169,7 @@ type Outcome struct {
 // ok is false when it was no longer running (cancelled meanwhile, or handed
 // to another worker), in which case nothing changes.
 func (s *Store) ActivationFinish(ctx context.Context, id string, o Outcome) (*Activation, bool, error) {
+	s.changingActivation(id)
 	var output, errText any
 	if o.Status == StatusCompleted {
 		output = jsonOr(o.OutputData, "{}")
@@ -187,6 +189,7 @@ func (s *Store) ActivationFinish(ctx context.Context, id string, o Outcome) (*Ac
 // ActivationCancel fails a queued or running activation with reason and
 // flags it so a worker still running it stops.
 func (s *Store) ActivationCancel(ctx context.Context, id, reason string, now time.Time) (*Activation, bool, error) {
+	s.changingActivation(id)
 	var a Activation
 	err := scanActivation(s.writer().QueryRowContext(ctx,
 		strings.Replace(s.finishSQL("status IN ('queued', 'running')"), "SET ", "SET cancel_requested = TRUE, ", 1),
@@ -220,12 +223,12 @@ func (s *Store) finishSQL(cond string) string {
 // worker stopped before finishing it). A waiting one is left alone: it
 // holds no worker, and its answer resumes it.
 func (s *Store) ActivationRequeue(ctx context.Context, id string) (bool, error) {
+	s.uncacheActivation(id)
 	res, err := s.writer().ExecContext(ctx, `UPDATE activations SET status = 'queued', started_at = NULL, worker_id = NULL
 		WHERE id = $1 AND status = 'running' AND waiting IS NULL`, id)
 	if err != nil {
 		return false, err
 	}
-	s.uncacheActivation(id)
 	n, err := res.RowsAffected()
 	return n == 1, err
 }
@@ -235,6 +238,7 @@ func (s *Store) ActivationRequeue(ctx context.Context, id string) (bool, error) 
 // worker slot and no reaper hands it back. ok is false when it is not
 // running on workerID (cancelled meanwhile, or taken from a dead worker).
 func (s *Store) ActivationWait(ctx context.Context, id, workerID string, waiting json.RawMessage) (bool, error) {
+	s.changingActivation(id)
 	if len(waiting) == 0 {
 		return false, errors.New("store: ActivationWait needs the waiting object")
 	}
@@ -250,6 +254,7 @@ func (s *Store) ActivationWait(ctx context.Context, id, workerID string, waiting
 // answer came): it stays running with no worker until one takes it over
 // (ActivationTakeOver). ok is false when it does not wait.
 func (s *Store) ActivationResume(ctx context.Context, id string) (bool, error) {
+	s.changingActivation(id)
 	var a Activation
 	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations SET waiting = NULL
 		WHERE id = $1 AND status = 'running' AND waiting IS NOT NULL
@@ -264,6 +269,7 @@ func (s *Store) ActivationResume(ctx context.Context, id string) (bool, error) {
 // makes duplicate resume jobs harmless. Unlike ActivationClaim it keeps
 // attempt and started_at: a resumed run goes on, it does not start again.
 func (s *Store) ActivationTakeOver(ctx context.Context, id, workerID string) (*Activation, bool, error) {
+	s.changingActivation(id)
 	var a Activation
 	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations SET worker_id = $2
 		WHERE id = $1 AND status = 'running' AND worker_id IS NULL AND waiting IS NULL

@@ -151,8 +151,8 @@ func (s *Store) AgentUpdate(ctx context.Context, a *Agent) error {
 
 // AgentDelete deletes an agent and its activations.
 func (s *Store) AgentDelete(ctx context.Context, id string) error {
+	s.uncacheActivation("") // its activations go with it
 	err := expectOne(s.writer().ExecContext(ctx, `DELETE FROM agents WHERE id = $1`, id))
-	s.uncacheActivation("") // its activations went with it
 	return err
 }
 

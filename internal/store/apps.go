@@ -113,7 +113,7 @@ func (s *Store) AppUpdate(ctx context.Context, a *App) error {
 // AppDelete deletes the app; its agents, parts, data and activations go
 // with it (ON DELETE CASCADE).
 func (s *Store) AppDelete(ctx context.Context, id string) error {
+	s.uncacheActivation("") // its activations go with it
 	err := expectOne(s.writer().ExecContext(ctx, `DELETE FROM apps WHERE id = $1`, id))
-	s.uncacheActivation("") // its activations went with it
 	return err
 }

@@ -57,3 +57,7 @@ func (s *Store) TS(t time.Time) any { return s.ts(t) }
 func (s *Store) MigrateRiverTo(ctx context.Context, log *slog.Logger, target int) error {
 	return s.migrate(ctx, log, target)
 }
+
+// OnCommit runs fn once tx has committed, among the store's own work after
+// the commit (the activation cache's updates), before InTx returns.
+func (s *Store) OnCommit(fn func()) { s.onCommit(fn) }
