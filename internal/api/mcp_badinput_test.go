@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -115,6 +116,19 @@ func TestMCPBadInput(t *testing.T) {
 			// Over the body cap: the router's 413, JSON.
 			big := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("a", 1<<20) + `"}}`
 			e.do("POST", route.path, []byte(big), bearer(key), mcpAccept).expectError(t, http.StatusRequestEntityTooLarge, "PayloadTooLargeError", "")
+			// Chunked (no length to refuse it by), in a type the router
+			// does not read: the handler meets the cap.
+			req, err := http.NewRequest("POST", e.url+route.path, io.MultiReader(strings.NewReader(big)))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/octet-stream")
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode, string(b))
+			require.Equal(t, "application/json", res.Header.Get("Content-Type"))
 		}
 
 		// Nothing above ran anything, and the server still answers.

@@ -14,9 +14,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/agentplatform/agentplatform/internal/activation"
-	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/auth"
-	"github.com/agentplatform/agentplatform/internal/httperr"
 	"github.com/agentplatform/agentplatform/internal/openaicompat"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -105,11 +103,7 @@ func (a *API) openaiChat(w http.ResponseWriter, r *http.Request) {
 	ctx := auth.WithCaller(r.Context(), c)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			err = apperr.New(apperr.PayloadTooLarge, httperr.DetailTooLarge)
-		}
-		fail(err)
+		fail(err) // over the cap: 413 (httperr.Body)
 		return
 	}
 	req, err := openaicompat.ParseChatRequest(body)

@@ -1,6 +1,9 @@
 package api_test
 
 import (
+	"bytes"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -60,6 +63,18 @@ func TestOpenAIAnswersMatchTheDocument(t *testing.T) {
 		big := []byte(`{"model": "` + model + `", "messages": [{"role": "user", "content": "` + strings.Repeat("a", 1<<20) + `"}]}`)
 		r = c.call(413, "POST", chat, nil, big, as)
 		require.Equal(t, "payload_too_large", r.JSON["error"].(map[string]any)["code"])
+		// Chunked (no length to refuse it by), in a type the router does
+		// not read: the handler meets the cap.
+		req, err := http.NewRequest("POST", e.url+chat, io.MultiReader(bytes.NewReader(big)))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/octet-stream")
+		as(req)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Equal(t, http.StatusRequestEntityTooLarge, res.StatusCode, string(b))
+		require.Contains(t, string(b), "payload_too_large")
 		c.call(403, "POST", chat, nil, map[string]any{"model": model, "messages": hello}, bearer(e.keyWith(token, "read:all")))
 
 		// Nothing refused made an activation: the three calls answered.
