@@ -134,23 +134,7 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Cal
 	}
 	rw := &rpcErrors{ResponseWriter: w}
 	s.handler.ServeHTTP(rw, r.WithContext(context.WithValue(ctx, serverKey{}, srv)))
-	if rw.status != 0 {
-		code := int64(jsonrpc.CodeInvalidRequest)
-		if strings.HasPrefix(rw.text.String(), "JSON RPC not handled") {
-			code = jsonrpc.CodeMethodNotFound
-		}
-		// The request's id when it is one (a string or a number), else null.
-		var id json.RawMessage
-		var v any
-		if json.Unmarshal(msg.ID, &v) == nil {
-			switch v.(type) {
-			case string, float64:
-				id = msg.ID
-			}
-		}
-		writeRPCError(w, id, code, &httperr.ErrorBody{Detail: strings.TrimSpace(rw.text.String()), StatusCode: rw.status,
-			ErrorType: string(apperr.Validation)})
-	}
+	rw.answer(msg.ID)
 }
 
 // invalid is the body of a 400 refusal of the message.
@@ -192,6 +176,29 @@ func (w *rpcErrors) Flush() {
 }
 
 func (w *rpcErrors) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// answer writes the refusal held back, if any, as a JSON-RPC error to
+// request id (when it is one: a string or a number).
+func (w *rpcErrors) answer(id json.RawMessage) {
+	if w.status == 0 {
+		return
+	}
+	code := int64(jsonrpc.CodeInvalidRequest)
+	if strings.HasPrefix(w.text.String(), "JSON RPC not handled") {
+		code = jsonrpc.CodeMethodNotFound
+	}
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		id = nil
+	}
+	switch v.(type) {
+	case string, float64:
+	default:
+		id = nil
+	}
+	writeRPCError(w.ResponseWriter, id, code, &httperr.ErrorBody{Detail: strings.TrimSpace(w.text.String()), StatusCode: w.status,
+		ErrorType: string(httperr.KindOfStatus(w.status))})
+}
 
 // writeRPCError answers a refused request with the HTTP status of the
 // refusal and a body that is both the API's error body and a JSON-RPC
