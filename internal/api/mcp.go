@@ -58,7 +58,10 @@ func (a *API) documentMCP() {
 				"exactly as the API does, and answers its output as structured content and text (an LLM agent's `response`); " +
 				"a failed run or an input its schema refuses is `isError: true` with the error; a cancelled call cancels its activation. " +
 				"A call with a progress token gets progress notifications: its activation's id, or its pipeline run's id and each step's end.\n\n" +
-				"Refusals of the MCP transport itself (a missing `Accept: application/json, text/event-stream`, another Content-Type) are plain text.",
+				"One JSON-RPC message per request: batches (arrays) are refused, as MCP has refused them since 2025-06-18. " +
+				"Every refusal is a JSON-RPC error answer: a message the server answers (bad params, an unknown tool) over 200; " +
+				"one it cannot take (not JSON: -32700; a batch, no `jsonrpc: \"2.0\"`, a missing `Accept: application/json, text/event-stream`, " +
+				"another Content-Type: -32600; an unknown method: -32601) over a 4xx whose JSON body is also the API's error body.",
 			RequestBody: &huma.RequestBody{Required: true, Content: map[string]*huma.MediaType{"application/json": {Schema: message}}},
 			Responses: map[string]*huma.Response{
 				"200": {Description: "The answer: JSON, or an event stream of JSON-RPC messages", Content: map[string]*huma.MediaType{

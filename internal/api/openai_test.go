@@ -390,13 +390,6 @@ func TestOpenAICallerTools(t *testing.T) {
 		require.Len(t, acc.Choices[0].Message.ToolCalls, 1)
 		require.Equal(t, "call_2", acc.Choices[0].Message.ToolCalls[0].ID)
 		require.JSONEq(t, `{"city":"Oslo"}`, acc.Choices[0].Message.ToolCalls[0].Function.Arguments)
-
-		// An agent with tools of its own does not take the caller's.
-		_, own := e.fakeAgent(token, map[string]any{"tools": []any{map[string]any{"type": "http", "name": "ping", "method": "GET",
-			"url": "https://example.com/ping", "parameters": map[string]any{"type": "object"}}}})
-		params.Model = own.agentID
-		_, err = client.Chat.Completions.New(ctx, params)
-		oe := requireOpenAIError(t, err, http.StatusBadRequest, "invalid_value")
-		require.Equal(t, "tools", oe.Param)
+		// An agent with tools of its own: TestOpenAIOwnAndCallerTools.
 	})
 }

@@ -114,6 +114,12 @@ func Body(ctx context.Context, err error) *ErrorBody {
 			return &ErrorBody{Detail: ae.Detail, StatusCode: status, ErrorType: string(ae.Kind)}
 		}
 	}
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		// A plain handler read past the router's cap (a body without a
+		// length, which the router could not refuse up front).
+		return &ErrorBody{Detail: DetailTooLarge, StatusCode: http.StatusRequestEntityTooLarge, ErrorType: string(apperr.PayloadTooLarge)}
+	}
 	if errors.Is(err, context.Canceled) {
 		// The client went away; nobody reads this answer.
 		return &ErrorBody{Detail: "Request cancelled", StatusCode: 499, ErrorType: string(apperr.Validation)}

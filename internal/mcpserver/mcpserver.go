@@ -17,12 +17,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplatform/agentplatform/internal/activation"
+	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/function"
@@ -91,6 +93,21 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Cal
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	// One message per request: MCP dropped JSON-RPC batches in 2025-06-18,
+	// and the checks below read one message (a batch would slip a
+	// tools/call past them). What is not JSON is refused here in JSON-RPC's
+	// terms, as the SDK's own refusals are (rpcErrors).
+	switch trimmed := bytes.TrimSpace(body); {
+	case len(trimmed) == 0:
+		writeRPCError(w, nil, jsonrpc.CodeInvalidRequest, invalid("The body is empty: send one JSON-RPC message"))
+		return
+	case trimmed[0] == '[':
+		writeRPCError(w, nil, jsonrpc.CodeInvalidRequest, invalid("JSON-RPC batches are not supported: send one message per request"))
+		return
+	case !json.Valid(trimmed):
+		writeRPCError(w, nil, jsonrpc.CodeParseError, invalid("The body is not JSON: send one JSON-RPC message"))
+		return
+	}
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -100,7 +117,7 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Cal
 	}
 	if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
 		if err := auth.Allow(caller, auth.AppUse, http.MethodPost); err != nil {
-			writeRPCError(w, msg.ID, httperr.Body(ctx, err))
+			writeRPCError(w, msg.ID, jsonrpc.CodeInvalidRequest, httperr.Body(ctx, err))
 			return
 		}
 	}
@@ -115,13 +132,79 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Cal
 		httperr.Write(w, r, err)
 		return
 	}
-	s.handler.ServeHTTP(w, r.WithContext(context.WithValue(ctx, serverKey{}, srv)))
+	rw := &rpcErrors{ResponseWriter: w}
+	s.handler.ServeHTTP(rw, r.WithContext(context.WithValue(ctx, serverKey{}, srv)))
+	rw.answer(msg.ID)
+}
+
+// invalid is the body of a 400 refusal of the message.
+func invalid(detail string) *httperr.ErrorBody {
+	return &httperr.ErrorBody{Detail: detail, StatusCode: http.StatusBadRequest, ErrorType: string(apperr.Validation)}
+}
+
+// rpcErrors holds back the SDK's plain-text refusals (http.Error: a
+// missing Accept, no jsonrpc member, an unknown method…), which
+// Serve answers as JSON-RPC errors instead: every refusal of the
+// endpoint is then JSON a client can read. Anything else passes through,
+// flushes included (event streams).
+type rpcErrors struct {
+	http.ResponseWriter
+	status int // the refusal's, 0 when passing through
+	text   bytes.Buffer
+}
+
+func (w *rpcErrors) WriteHeader(code int) {
+	if code >= 400 && strings.HasPrefix(w.Header().Get("Content-Type"), "text/plain") {
+		w.status = code
+		w.Header().Del("Content-Type")
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *rpcErrors) Write(b []byte) (int, error) {
+	if w.status != 0 {
+		return w.text.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *rpcErrors) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && w.status == 0 {
+		f.Flush()
+	}
+}
+
+func (w *rpcErrors) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// answer writes the refusal held back, if any, as a JSON-RPC error to
+// request id (when it is one: a string or a number).
+func (w *rpcErrors) answer(id json.RawMessage) {
+	if w.status == 0 {
+		return
+	}
+	code := int64(jsonrpc.CodeInvalidRequest)
+	if strings.HasPrefix(w.text.String(), "JSON RPC not handled") {
+		code = jsonrpc.CodeMethodNotFound
+	}
+	var v any
+	if json.Unmarshal(id, &v) != nil {
+		id = nil
+	}
+	switch v.(type) {
+	case string, float64:
+	default:
+		id = nil
+	}
+	writeRPCError(w.ResponseWriter, id, code, &httperr.ErrorBody{Detail: strings.TrimSpace(w.text.String()), StatusCode: w.status,
+		ErrorType: string(httperr.KindOfStatus(w.status))})
 }
 
 // writeRPCError answers a refused request with the HTTP status of the
 // refusal and a body that is both the API's error body and a JSON-RPC
-// error answer to request id (JSON-RPC readers ignore the other members).
-func writeRPCError(w http.ResponseWriter, id json.RawMessage, b *httperr.ErrorBody) {
+// error answer (code) to request id (JSON-RPC readers ignore the other
+// members).
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int64, b *httperr.ErrorBody) {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
@@ -130,7 +213,7 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, b *httperr.ErrorBo
 		ID      json.RawMessage `json:"id"`
 		Error   jsonrpc.Error   `json:"error"`
 		*httperr.ErrorBody
-	}{"2.0", id, jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: b.Detail}, b})
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: b.Detail}, b})
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(b.StatusCode)
 	_, _ = w.Write(out)
@@ -162,6 +245,11 @@ func (s *Service) server(ctx context.Context, caller *auth.Caller, appID, only s
 // included, is the call's result (isError), for the model to read.
 func (s *Service) handle(caller *auth.Caller, t tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// Serve refused a read-only caller's tools/call already; this holds
+		// should its reading of the message ever differ from the SDK's.
+		if err := auth.Allow(caller, auth.AppUse, http.MethodPost); err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: httperr.Body(ctx, err).Detail}
+		}
 		args := req.Params.Arguments
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")

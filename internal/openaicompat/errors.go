@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
@@ -104,12 +105,21 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 // FromActivate words an error of creating the activation as the request's:
-// input_data.messages[1].role is the request's messages[1].role.
+// input_data.messages[1].role is the request's messages[1].role, and
+// input_data.tools[1].name its tools[1].function.name (ChatRequest.Activation
+// keeps the tools' order).
 func FromActivate(err error) error {
 	ae, ok := apperr.As(err)
 	if !ok || ae.Kind != apperr.Validation || !strings.HasPrefix(ae.Field, "input_data.") {
 		return err
 	}
 	field := strings.TrimPrefix(ae.Field, "input_data.")
+	if m := runtimeToolField.FindStringSubmatch(field); m != nil {
+		field = m[1] + ".function." + m[2]
+	}
 	return apperr.Invalid(field, strings.ReplaceAll(ae.Detail, ae.Field, field))
 }
+
+// runtimeToolField is a field of one of input_data.tools, which is the
+// request's tools[i].function.
+var runtimeToolField = regexp.MustCompile(`^(tools\[\d+\])\.(name|description|parameters)$`)

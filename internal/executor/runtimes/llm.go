@@ -2,6 +2,7 @@ package runtimes
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,9 +59,17 @@ func (e *LLM) Validate(ctx context.Context, c *executor.Check) error {
 		return err
 	}
 	if len(callerTools) > 0 && bytes.Contains(c.Config, []byte(`"tools"`)) {
-		if own, err := tool.ParseConfig(c.Config); err == nil && own != nil && len(own.Tools) > 0 {
-			return apperr.Invalid("input_data.tools", "Invalid value for field input_data.tools: this agent has tools of its own; "+
-				"a caller's tools are taken by agents without any")
+		if own, err := tool.ParseConfig(c.Config); err == nil && own != nil {
+			// The names the config states; a name taken from a function,
+			// an agent or an MCP server is checked when the run starts
+			// (runLoop), where the tools are built.
+			names := map[string]bool{}
+			for _, s := range own.Tools {
+				names[cmp.Or(s.Name, s.Function, s.Agent)] = true
+			}
+			if err := clashes(callerTools, names); err != nil {
+				return err
+			}
 		}
 	}
 	pid, _ := c.Metadata["provider_id"].(string)
@@ -169,7 +179,7 @@ func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result,
 			return nil, err
 		}
 		if tools != nil && len(tools.Tools) > 0 {
-			return e.runLoop(ctx, run, p, req, tools)
+			return e.runLoop(ctx, run, p, req, tools, callerTools)
 		}
 	}
 	// The caller's tools are the caller's to run: a call ends the run.
@@ -316,13 +326,29 @@ func messagesOf(input json.RawMessage) (msgs []llm.Message, tools []llm.Tool, ha
 		msgs = append(msgs, msg)
 	}
 	for i, t := range in.Tools {
+		field := fmt.Sprintf("input_data.tools[%d].name", i)
 		if !toolName.MatchString(t.Name) {
-			field := fmt.Sprintf("input_data.tools[%d].name", i)
 			return nil, nil, true, apperr.Invalid(field, "Invalid value for field "+field+": expected ^[a-zA-Z0-9_-]{1,64}$")
+		}
+		if slices.ContainsFunc(tools, func(o llm.Tool) bool { return o.Name == t.Name }) {
+			return nil, nil, true, apperr.Invalid(field, fmt.Sprintf("Invalid value for field %s: duplicate tool name %q", field, t.Name))
 		}
 		tools = append(tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
 	return msgs, tools, true, nil
+}
+
+// clashes refuses a caller's tool named like one of the agent's own
+// (own): the model could not tell them apart, nor the loop whose call it
+// runs.
+func clashes(callerTools []llm.Tool, own map[string]bool) error {
+	for i, t := range callerTools {
+		if own[t.Name] {
+			field := fmt.Sprintf("input_data.tools[%d].name", i)
+			return apperr.Invalid(field, fmt.Sprintf("Invalid value for field %s: the agent has a tool of its own named %q", field, t.Name))
+		}
+	}
+	return nil
 }
 
 // toolName is what providers accept as a tool's name.

@@ -44,6 +44,14 @@ type llmStep struct {
 // the tool calls it asks for, each committed to the run's journal before
 // the next, so that a run taken over after a crash does again only what
 // no step recorded.
+//
+// The caller's tools (input_data.tools, the OpenAI-compatible endpoint's)
+// are offered beside the agent's own but are the caller's to run: an
+// answer calling any of them ends the run with those calls alone
+// (finish_reason tool_calls). The agent's own calls of that answer are not
+// run: the caller's next request holds the conversation, with the calls
+// it was given and their results, so an own call's result would reach no
+// model, and running it would only be a side effect.
 type loop struct {
 	e        *LLM
 	run      *executor.Run
@@ -52,6 +60,7 @@ type loop struct {
 	cfg      *tool.Config
 	req      llm.Request
 	tools    map[string]tool.Tool
+	caller   map[string]bool // the caller's tools, by name
 	schemas  map[string]*inputschema.Schema
 	recorded []store.Step
 	pos      int // the next recorded step to replay
@@ -61,7 +70,7 @@ type loop struct {
 	model    string
 }
 
-func (e *LLM) runLoop(ctx context.Context, run *executor.Run, p *llm.Resolved, req llm.Request, cfg *tool.Config) (*executor.Result, error) {
+func (e *LLM) runLoop(ctx context.Context, run *executor.Run, p *llm.Resolved, req llm.Request, cfg *tool.Config, callerTools []llm.Tool) (*executor.Result, error) {
 	if run.Journal == nil || e.Tools == nil {
 		return nil, errors.New("tools need a journal to run in")
 	}
@@ -70,16 +79,26 @@ func (e *LLM) runLoop(ctx context.Context, run *executor.Run, p *llm.Resolved, r
 		return nil, err
 	}
 	l := &loop{e: e, run: run, client: p.Client, provider: p.ProviderID, cfg: cfg, req: req,
-		tools: map[string]tool.Tool{}, schemas: map[string]*inputschema.Schema{}, model: req.Model}
+		tools: map[string]tool.Tool{}, caller: map[string]bool{}, schemas: map[string]*inputschema.Schema{}, model: req.Model}
+	own := map[string]bool{}
 	for _, t := range tools {
 		def := t.Definition()
 		l.tools[def.Name] = t
+		own[def.Name] = true
 		l.req.Tools = append(l.req.Tools, def)
 		if len(def.Parameters) > 0 {
 			if l.schemas[def.Name], err = inputschema.Compile(def.Parameters); err != nil {
 				return nil, fmt.Errorf("the parameters of tool %s: %w", def.Name, err)
 			}
 		}
+	}
+	// Validate saw the names the config states; these are every name.
+	if err := clashes(callerTools, own); err != nil {
+		return nil, err
+	}
+	for _, t := range callerTools {
+		l.caller[t.Name] = true
+		l.req.Tools = append(l.req.Tools, t)
 	}
 	if l.recorded, err = run.Journal.Steps(ctx); err != nil {
 		return nil, err
@@ -104,7 +123,10 @@ func (l *loop) steps(ctx context.Context) (*executor.Result, error) {
 			if answerNow && l.llmCalls > 1 {
 				reason = "step_limit"
 			}
-			return l.complete(out.Text, reason)
+			return l.complete(out.Text, reason, nil)
+		}
+		if l.forCaller(out.ToolCalls) {
+			return l.complete(out.Text, "tool_calls", out.ToolCalls)
 		}
 		if last {
 			return nil, fmt.Errorf("Step limit of %d steps reached", l.cfg.MaxSteps)
@@ -132,6 +154,9 @@ func (l *loop) llmStep(ctx context.Context, answerNow bool) (*llmStep, []*store.
 		var u llm.Usage
 		_ = json.Unmarshal(st.Usage, &u)
 		l.addUsage(u, out.Model)
+		if l.forCaller(out.ToolCalls) {
+			return &out, nil, nil // the run's last step: the caller's calls have none
+		}
 		var calls []*store.Step
 		for l.pos < len(l.recorded) && l.recorded[l.pos].Kind == store.StepTool && len(calls) < len(out.ToolCalls) {
 			calls = append(calls, &l.recorded[l.pos])
@@ -157,6 +182,10 @@ func (l *loop) llmStep(ctx context.Context, answerNow bool) (*llmStep, []*store.
 	out := &llmStep{Text: res.Text, ToolCalls: res.ToolCalls, Model: res.Model, FinishReason: res.FinishReason}
 	if answerNow {
 		out.ToolCalls = nil // asked for none; a model that calls anyway is not obeyed
+	} else if mine := slices.DeleteFunc(slices.Clone(out.ToolCalls), func(c llm.ToolCall) bool { return !l.caller[c.Name] }); len(mine) > 0 {
+		// The caller's calls alone end the run (see loop); recorded so, a
+		// resumed run ends the same way.
+		out.ToolCalls = mine
 	}
 	l.addUsage(res.Usage, res.Model)
 	ended := time.Now().UTC()
@@ -166,7 +195,7 @@ func (l *loop) llmStep(ctx context.Context, answerNow bool) (*llmStep, []*store.
 	var calls []*store.Step
 	// The last step's calls are never run (the step limit fails the run
 	// first): no step for them.
-	if len(out.ToolCalls) > 0 && l.llmCalls+1 < l.cfg.MaxSteps {
+	if len(out.ToolCalls) > 0 && l.llmCalls+1 < l.cfg.MaxSteps && !l.forCaller(out.ToolCalls) {
 		calls = l.callSteps(ctx, out.ToolCalls, ended)
 		steps = append(steps, calls...)
 	}
@@ -432,13 +461,24 @@ func (l *loop) wait(ctx context.Context, kind string, calls []llm.ToolCall, step
 	return executor.ErrWaiting
 }
 
-// complete is the run's output_data: as a plain completion's, with the
-// usage of every step and their number.
-func (l *loop) complete(text, finish string) (*executor.Result, error) {
-	out, err := json.Marshal(map[string]any{
+// forCaller reports whether an answer's calls are the caller's: llmStep
+// keeps only those when there are any, so the first call tells.
+func (l *loop) forCaller(calls []llm.ToolCall) bool {
+	return len(calls) > 0 && l.caller[calls[0].Name]
+}
+
+// complete is the run's output_data: as a plain completion's (with the
+// caller's tool calls that end it, if any), with the usage of every step
+// and their number.
+func (l *loop) complete(text, finish string, callerCalls []llm.ToolCall) (*executor.Result, error) {
+	output := map[string]any{
 		"response": text, "model": l.model, "provider": l.provider,
 		"usage": l.usage, "finish_reason": finish, "steps": l.next,
-	})
+	}
+	if len(callerCalls) > 0 {
+		output["tool_calls"] = callerCalls
+	}
+	out, err := json.Marshal(output)
 	if err != nil {
 		return nil, err
 	}
