@@ -121,7 +121,10 @@ type Kit struct {
 	Agents AgentRunner
 	// HTTP is the egress-guarded client of http tools; the tool bounds
 	// each call to HTTPTimeout and reads at most MaxHTTPBody.
-	HTTP        *http.Client
+	HTTP *http.Client
+	// MCPHTTP is the egress-guarded client of MCP servers, its bodies
+	// capped at MaxMCPBody; nil: mcp tools offer nothing and say why.
+	MCPHTTP     *http.Client
 	Credentials TokenSource
 }
 

@@ -59,19 +59,23 @@ type loop struct {
 	usage    llm.Usage
 	llmCalls int
 	model    string
+	logs     []executor.LogLine // what building the tools noted (Set.Logs)
 }
 
 func (e *LLM) runLoop(ctx context.Context, run *executor.Run, p *llm.Resolved, req llm.Request, cfg *tool.Config) (*executor.Result, error) {
 	if run.Journal == nil || e.Tools == nil {
 		return nil, errors.New("tools need a journal to run in")
 	}
-	tools, err := e.Tools.Build(ctx, run, cfg)
+	set, err := e.Tools.Build(ctx, run, cfg)
 	if err != nil {
 		return nil, err
 	}
+	// The run's MCP sessions end with this call: a run that waits opens
+	// them again when it goes on.
+	defer set.Close()
 	l := &loop{e: e, run: run, client: p.Client, provider: p.ProviderID, cfg: cfg, req: req,
-		tools: map[string]tool.Tool{}, schemas: map[string]*inputschema.Schema{}, model: req.Model}
-	for _, t := range tools {
+		tools: map[string]tool.Tool{}, schemas: map[string]*inputschema.Schema{}, model: req.Model, logs: set.Logs}
+	for _, t := range set.Tools {
 		def := t.Definition()
 		l.tools[def.Name] = t
 		l.req.Tools = append(l.req.Tools, def)
@@ -442,7 +446,7 @@ func (l *loop) complete(text, finish string) (*executor.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &executor.Result{Output: out}, nil
+	return &executor.Result{Output: out, Logs: l.logs}, nil
 }
 
 func (l *loop) addUsage(u llm.Usage, model string) {
