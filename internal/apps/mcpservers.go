@@ -2,6 +2,7 @@ package apps
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
@@ -85,7 +86,7 @@ func (s *Service) CreateMCPServer(ctx context.Context, c *auth.Caller, appID str
 		now := s.now()
 		ms = &store.MCPServer{ID: newID(), AppID: app.ID, UserID: app.UserID, CreatedAt: now, UpdatedAt: now}
 		spec.SetOn(ms)
-		return ms.Name, s.store.MCPServerCreate(ctx, ms)
+		return ms.Name, mcpNameTaken(s.store.MCPServerCreate(ctx, ms), ms.Name)
 	})
 	if err != nil {
 		return nil, err
@@ -115,7 +116,7 @@ func (s *Service) UpdateMCPServer(ctx context.Context, c *auth.Caller, appID, id
 		}
 		spec.SetOn(ms)
 		ms.UpdatedAt = s.now()
-		return ms.Name, s.store.MCPServerUpdate(ctx, ms)
+		return ms.Name, mcpNameTaken(s.store.MCPServerUpdate(ctx, ms), ms.Name)
 	})
 	if err != nil {
 		return nil, err
@@ -165,6 +166,15 @@ func (s *Service) decodeMCPServer(ctx context.Context, appID string, body map[st
 		return nil, err
 	}
 	return spec, nil
+}
+
+// mcpNameTaken is NameTaken's 409 with the article "an" (NameTaken
+// would say "a MCP server").
+func mcpNameTaken(err error, name string) error {
+	if errors.Is(err, store.ErrConflict) {
+		return apperr.Newf(apperr.Conflict, "The app already has an MCP server named %q", name)
+	}
+	return err
 }
 
 // mcpServerUnused is a conflict naming the agents whose tools name ms,

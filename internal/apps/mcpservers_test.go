@@ -60,6 +60,7 @@ func TestMCPServers(t *testing.T) {
 		ae, ok := apperr.As(err)
 		require.True(t, ok)
 		require.Equal(t, apperr.Conflict, ae.Kind)
+		require.Equal(t, `The app already has an MCP server named "wiki"`, ae.Detail)
 
 		got, err := svc.UpdateMCPServer(ctx, c, appID, wiki.ID, map[string]any{"url": "https://wiki2.example.com/mcp", "authenticator": "crm"})
 		require.NoError(t, err)
