@@ -6,8 +6,10 @@
 package mcptest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -107,8 +109,16 @@ func New(t testing.TB, opts Options) *Server {
 				return
 			}
 		}
+		// The switches spare the session's start and listing: they make
+		// calls fail, as a server that breaks mid-run does.
+		isCall := false
+		if r.Method == http.MethodPost && (s.down.Load() || s.garbage.Load()) {
+			body, _ := io.ReadAll(r.Body)
+			isCall = strings.Contains(string(body), `"tools/call"`)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		switch {
-		case s.down.Load():
+		case s.down.Load() && isCall:
 			// A server gone mid-run: the connection drops, no answer.
 			if hj, ok := w.(http.Hijacker); ok {
 				if conn, _, err := hj.Hijack(); err == nil {
@@ -118,7 +128,7 @@ func New(t testing.TB, opts Options) *Server {
 			}
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
-		case s.garbage.Load() && r.Method == http.MethodPost:
+		case s.garbage.Load() && isCall:
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"jsonrpc": oops <html>` + strings.Repeat("garbage ", 64)))
 			return
@@ -161,8 +171,8 @@ func (s *Server) Keys() []string {
 	return append([]string(nil), s.keys...)
 }
 
-// SetDown makes every request's connection drop (true) or not.
+// SetDown makes every tool call's connection drop (true) or not.
 func (s *Server) SetDown(down bool) { s.down.Store(down) }
 
-// SetGarbage makes every POST answer malformed JSON (true) or not.
+// SetGarbage makes every tool call answer malformed JSON (true) or not.
 func (s *Server) SetGarbage(on bool) { s.garbage.Store(on) }
