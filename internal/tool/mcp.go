@@ -17,6 +17,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/inputschema"
+	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/version"
 )
@@ -292,4 +293,29 @@ func mcpResult(res *mcp.CallToolResult) json.RawMessage {
 		return json.RawMessage(`null`)
 	}
 	return b
+}
+
+// MCPServerTools lists the tools of the MCP server named server in app
+// appID as userID's runs see them (the app page shows them): named
+// <server>_<tool>, with their descriptions and parameters. It connects,
+// lists and closes, through the egress guard with the server's
+// authenticator; a server that cannot be listed is the error.
+func (k *Kit) MCPServerTools(ctx context.Context, userID, appID, server string) ([]llm.Tool, error) {
+	run := &executor.Run{UserID: userID, AppID: appID}
+	ms, err := k.mcpServer(ctx, run, server)
+	if err != nil {
+		return nil, err
+	}
+	conn := k.connect(ctx, run, ms)
+	defer conn.close()
+	if conn.err != nil {
+		return nil, fmt.Errorf("MCP server %s: %w", server, conn.err)
+	}
+	var logs []executor.LogLine
+	tools := mcpTools(&Spec{Type: KindMCP, Server: server}, conn, map[string]bool{}, &logs)
+	out := make([]llm.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = t.Definition()
+	}
+	return out, nil
 }

@@ -121,6 +121,16 @@ func TestMCPTool(t *testing.T) {
 		require.Len(t, set.Logs, 1)
 		require.Contains(t, set.Logs[0].Message, "MCP server docs has no tool nope")
 
+		// Listed outside a run (the app page): the names and schemas a run sees.
+		listed, err := k.MCPServerTools(context.Background(), w.user.ID, w.app.ID, "docs")
+		require.NoError(t, err)
+		require.Len(t, listed, 4)
+		require.Equal(t, "docs_echo", listed[0].Name)
+		require.Equal(t, "Echoes its arguments", listed[0].Description)
+		require.EqualValues(t, 3, srv.Lists())
+		_, err = k.MCPServerTools(context.Background(), uuid.NewString(), w.app.ID, "docs")
+		require.ErrorIs(t, err, store.ErrNotFound, "another user's app has none")
+
 		// An unknown server is the run's validation error.
 		cfg, err := tool.ParseConfig(json.RawMessage(`{"tools":[{"type":"mcp","server":"wiki"}]}`))
 		require.NoError(t, err)
