@@ -42,6 +42,7 @@ type mcpConn struct {
 	server  *store.MCPServer
 	session *mcp.ClientSession // nil when listing failed
 	tools   []*mcp.Tool
+	more    bool  // the server lists more than MaxMCPTools
 	err     error // why listing failed
 }
 
@@ -94,6 +95,7 @@ func (k *Kit) connect(ctx context.Context, run *executor.Run, ms *store.MCPServe
 			return c
 		}
 		if len(c.tools) == MaxMCPTools {
+			c.more = true
 			break
 		}
 		c.tools = append(c.tools, t)
@@ -175,6 +177,9 @@ func mcpTools(s *Spec, conn *mcpConn, taken map[string]bool, logs *[]executor.Lo
 			out = append(out, add(name, fmt.Sprintf("Tool %s of MCP server %s (its tools could not be listed)", name, server), objectSchema))
 		}
 		return out
+	}
+	if conn.more {
+		note("MCP server %s lists more than %d tools: the rest are not offered", server, MaxMCPTools)
 	}
 	for _, t := range conn.tools {
 		if len(s.Tools) > 0 && !slices.Contains(s.Tools, t.Name) {
