@@ -300,9 +300,17 @@ func TestBoundKeyRouteTable(t *testing.T) {
 		for app, token := range map[string]string{fa.appID: owner, fb.appID: owner, fc.appID: other} {
 			authOf[app] = e.do("POST", "/api/v1/oauth/authenticators/"+app, newAuthenticator("idp"), bearer(token)).expect(t, 201).str("id")
 		}
+		// Each app has an MCP server.
+		mcpOf := map[string]string{}
+		for app := range authOf {
+			now := store.Now()
+			ms := &store.MCPServer{ID: uuid.NewString(), AppID: app, Name: "docs", URL: "https://mcp.example.com/mcp", CreatedAt: now, UpdatedAt: now}
+			require.NoError(t, e.srv.Store.MCPServerCreate(ctx, ms))
+			mcpOf[app] = ms.ID
+		}
 		data := func(appID, item string) map[string]string {
 			return map[string]string{"slug": "note", "item_id": item, "appId": appID, "modelSlug": "note", "function_id": fnOf[appID],
-				"pipeline_id": pipeOf[appID], "run_id": runOf[appID], "authenticator_id": authOf[appID]}
+				"pipeline_id": pipeOf[appID], "run_id": runOf[appID], "authenticator_id": authOf[appID], "server_id": mcpOf[appID]}
 		}
 		with := func(a, b map[string]string) map[string]string {
 			for k, v := range b {
@@ -334,6 +342,7 @@ func TestBoundKeyRouteTable(t *testing.T) {
 		}
 		const forbidden, absent = http.StatusForbidden, http.StatusNotFound
 		mcpList := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+		newMCPServer := map[string]any{"name": "made", "url": "https://mcp.example.com/mcp"}
 		credentialCalls := func(body any) []call {
 			at := func(ids map[string]string) map[string]string { return with(map[string]string{"provider": "crm"}, ids) }
 			return []call{{ids: at(A), body: body, status: http.StatusBadRequest}, {ids: at(B), body: body, status: absent},
@@ -528,6 +537,18 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			{"POST /api/v1/apps/{app_id}/service-providers", []call{{ids: A, body: newAuthenticator("made-here"), status: 201},
 				{ids: B, body: newAuthenticator("made-here"), status: absent}, {ids: C, body: newAuthenticator("made-here"), status: absent}}},
 
+			// MCP servers: A's; another app's are absent, B's under A's path too.
+			{"GET /api/v1/apps/{app_id}/mcp-servers", []call{{ids: A, status: 200, only: map[string]string{"app_id": fa.appID}},
+				{ids: B, status: absent}, {ids: C, status: absent}}},
+			{"POST /api/v1/apps/{app_id}/mcp-servers", []call{{ids: A, body: newMCPServer, status: 201},
+				{ids: B, body: newMCPServer, status: absent}, {ids: C, body: newMCPServer, status: absent}}},
+			{"GET /api/v1/apps/{app_id}/mcp-servers/{server_id}", []call{{ids: A, status: 200}, {ids: B, status: absent}, {ids: C, status: absent},
+				{ids: map[string]string{"app_id": fa.appID, "server_id": mcpOf[fb.appID]}, status: absent}}},
+			{"PATCH /api/v1/apps/{app_id}/mcp-servers/{server_id}", []call{{ids: A, body: map[string]any{"url": "https://mcp2.example.com/mcp"}, status: 200},
+				{ids: B, body: map[string]any{"url": "https://x.example.com/mcp"}, status: absent}, {ids: C, body: map[string]any{"url": "https://x.example.com/mcp"}, status: absent}}},
+			{"DELETE /api/v1/apps/{app_id}/mcp-servers/{server_id}", []call{{ids: B, status: absent}, {ids: C, status: absent},
+				{ids: map[string]string{"app_id": fa.appID, "server_id": mcpOf[fb.appID]}, status: absent}}},
+
 			// Events: another app's filter is as absent as the app.
 			{"GET /api/v1/ws", []call{{ids: none, query: "app_id=" + fa.appID, status: http.StatusSwitchingProtocols},
 				{ids: none, query: "app_id=" + fb.appID, status: absent}, {ids: none, query: "app_id=" + fc.appID, status: absent}}},
@@ -624,7 +645,7 @@ func TestBoundKeyRouteTable(t *testing.T) {
 					require.Equal(t, "NotFoundError", res.str("error_type"), name)
 				}
 				for field, allowed := range c.only {
-					for _, key := range []string{"apps", "agents", "activations", "functions", "pipelines", "runs", "authenticators"} {
+					for _, key := range []string{"apps", "agents", "activations", "functions", "pipelines", "runs", "authenticators", "mcp_servers"} {
 						for _, item := range list(res, key) {
 							v, _ := item[field].(string)
 							require.Contains(t, strings.Fields(allowed), v, "%s: %s of %v", name, field, item)

@@ -111,6 +111,9 @@ var extraErrors = map[string]map[int]string{
 	"add-service-provider": {http.StatusConflict: "The app already has an authenticator of this name."},
 	"update-authenticator": {http.StatusConflict: "The app already has an authenticator of this name."},
 	"list-authenticators":  {http.StatusNotFound: "`app_id` names no app of yours."},
+	"create-mcp-server":    {http.StatusConflict: "The app already has an MCP server of this name."},
+	"update-mcp-server":    {http.StatusConflict: "The app already has an MCP server of this name, or agents' tools name the server and the name changes."},
+	"delete-mcp-server":    {http.StatusConflict: "Agents' tools name the server (the answer names them): remove it from their tools first."},
 	"list-activations":     {http.StatusNotFound: "`app_id` names no app of yours."},
 	"list-functions":       {http.StatusNotFound: "`app_id` names no app of yours."},
 	"list-pipelines":       {http.StatusNotFound: "`app_id` names no app of yours."},
@@ -182,6 +185,8 @@ var moreDescriptions = map[string]string{
 	"delete-authenticator": "The authenticator's connections are revoked first.",
 	"update-authenticator": "Any subset of the fields, `is_active`, and a new `client_secret` (a manifest's authenticator gets its first one so). " +
 		"The result is validated whole, as a create is.",
+	"create-mcp-server": mcpServerRules,
+	"update-mcp-server": "Any subset of the fields; the result is validated whole, as a create is.",
 	"worker-status": "Queue depth by state and the throughput of the last minute and hour; admins also see the worker " +
 		"processes (`workers`, with host, pid and heartbeat), which is absent for everyone else.",
 	"worker-jobs": "Ids, kinds, states, attempts, errors and times of the queue's jobs; never an activation's input or output.",
@@ -192,6 +197,11 @@ const authenticatorRules = "`client_id` and `client_secret` are required; the se
 	"Checked: 1 to 50 scopes without whitespace, the client id's format per type, the `configuration` keys' types, " +
 	"`authorize_url` HTTPS in production, `redirect_uri` the OAuth callback on AP_PUBLIC_URL (its default), and the URLs the " +
 	"platform calls (token, refresh, revoke, `configuration.userinfo_url`) not on a literal private address unless AP_EGRESS_ALLOW allows it. " +
+	"Each failure is a 400 naming the field."
+
+const mcpServerRules = "`name` matches `^[a-zA-Z0-9_-]{1,64}$` and is unique in the app; `url` is the server's Streamable HTTP " +
+	"endpoint (http or https), not on a literal private address unless AP_EGRESS_ALLOW allows it (names are checked when dialled); " +
+	"`authenticator`, when set, names an authenticator of the app: the user's connected account's access token is sent as Bearer. " +
 	"Each failure is a 400 naming the field."
 
 // responseHeaders document the headers success answers name.

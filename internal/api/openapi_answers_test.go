@@ -192,6 +192,17 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		c.call(204, "DELETE", "/api/v1/oauth/authenticators/{id}", one(google), nil, as)
 		c.call(404, "DELETE", "/api/v1/oauth/authenticators/{id}", one(google), nil, as)
 
+		// MCP servers.
+		srvID := c.call(201, "POST", "/api/v1/apps/{app_id}/mcp-servers", one(app), map[string]any{"name": "docs", "url": "https://mcp.example.com/mcp"}, as).str("id")
+		c.call(409, "POST", "/api/v1/apps/{app_id}/mcp-servers", one(app), map[string]any{"name": "docs", "url": "https://mcp.example.com/mcp"}, as)
+		c.call(400, "POST", "/api/v1/apps/{app_id}/mcp-servers", one(app), map[string]any{"name": "x", "url": "http://10.0.0.1/mcp"}, as)
+		c.call(200, "GET", "/api/v1/apps/{app_id}/mcp-servers", one(app), nil, as)
+		c.call(200, "GET", "/api/v1/apps/{app_id}/mcp-servers/{server_id}", one(app, srvID), nil, as)
+		c.call(404, "GET", "/api/v1/apps/{app_id}/mcp-servers/{server_id}", one(app, srvID), nil, bearer(other))
+		c.call(200, "PATCH", "/api/v1/apps/{app_id}/mcp-servers/{server_id}", one(app, srvID), map[string]any{"authenticator": "helpdesk"}, as)
+		c.call(400, "PATCH", "/api/v1/apps/{app_id}/mcp-servers/{server_id}", one(app, srvID), map[string]any{"authenticator": "nope"}, as)
+		c.call(204, "DELETE", "/api/v1/apps/{app_id}/mcp-servers/{server_id}", one(app, srvID), nil, as)
+
 		// The credential service, against a real OAuth server.
 		p := oauthtest.New(t, oauthtest.Options{})
 		p.AddClient("support-desk-client", "cs", []string{e.srv.Config.PublicURL + "/api/v1/oauth/callback"}, []string{"tickets.read", "tickets.write"})

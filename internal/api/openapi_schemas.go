@@ -36,6 +36,8 @@ var docTags = []*huma.Tag{
 		"the data explorer's paths under /api/apps answer the same. Open to app:access keys and to a running custom agent's agent key."},
 	{Name: "authenticators", Description: "OAuth 2.0 providers an app's users connect their accounts to: custom (any RFC 6749 service), google, slack, microsoft and yahoo. " +
 		"Client secrets are write-only and stored encrypted."},
+	{Name: "mcp-servers", Description: "Remote MCP servers an app declares (Streamable HTTP, through the egress guard, optionally with the user's connected account's token): " +
+		"an LLM agent's tool {type: mcp, server} offers their tools, named <server>_<tool>."},
 	{Name: "llm-providers", Description: "The LLM providers agents call: the operator's system providers and your own."},
 	{Name: "worker", Description: "The activation queue and the worker processes that run it."},
 	{Name: "operations", Description: "Liveness, readiness and version, for load balancers and monitors. No authentication."},

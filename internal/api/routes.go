@@ -170,6 +170,15 @@ func (a *API) routes() {
 	register(a, op("list-service-providers", http.MethodGet, "/api/v1/apps/{app_id}/service-providers", "The app's authenticators (as list-authenticators)", "authenticators"), auth.AppUse, a.listServiceProviders)
 	register(a, domainDecoded(created(op("add-service-provider", http.MethodPost, "/api/v1/apps/{app_id}/service-providers", "Register an OAuth 2.0 provider for the app (as create-authenticator)", "authenticators"))), auth.User, a.createAuthenticator)
 	documentRawBody[AuthenticatorCreate](a, http.MethodPost, "/api/v1/apps/{app_id}/service-providers", "application/json")
+	// MCP servers: the app's remote MCP servers, whose tools its LLM agents
+	// call; managed like authenticators, read with app:access.
+	register(a, op("list-mcp-servers", http.MethodGet, "/api/v1/apps/{app_id}/mcp-servers", "The app's remote MCP servers, in creation order", "mcp-servers"), auth.AppUse, a.listMCPServers)
+	register(a, domainDecoded(created(op("create-mcp-server", http.MethodPost, "/api/v1/apps/{app_id}/mcp-servers", "Declare a remote MCP server whose tools the app's agents may call", "mcp-servers"))), auth.User, a.createMCPServer)
+	documentRawBody[apps.MCPServerSpec](a, http.MethodPost, "/api/v1/apps/{app_id}/mcp-servers", "application/json")
+	register(a, op("get-mcp-server", http.MethodGet, "/api/v1/apps/{app_id}/mcp-servers/{server_id}", "One MCP server of the app", "mcp-servers"), auth.AppUse, a.getMCPServer)
+	register(a, domainDecoded(op("update-mcp-server", http.MethodPatch, "/api/v1/apps/{app_id}/mcp-servers/{server_id}", "Change any of an MCP server's fields", "mcp-servers")), auth.User, a.updateMCPServer)
+	documentRawBody[MCPServerPatch](a, http.MethodPatch, "/api/v1/apps/{app_id}/mcp-servers/{server_id}", "application/json")
+	register(a, noContent(op("delete-mcp-server", http.MethodDelete, "/api/v1/apps/{app_id}/mcp-servers/{server_id}", "Delete an MCP server no agent's tools name (409 otherwise)", "mcp-servers")), auth.User, a.deleteMCPServer)
 
 	// Events: a WebSocket, served by plain net/http and documented by hand;
 	// its caller is the router's identity (cookie, bearer or ?token=, see

@@ -203,12 +203,17 @@ func (s *Service) manifestOf(ctx context.Context, app *store.App) (*Manifest, er
 	if err != nil {
 		return nil, err
 	}
+	servers, err := s.store.MCPServerListByApp(ctx, app.ID)
+	if err != nil {
+		return nil, err
+	}
 	m.Models = mapAll(models, modelSpec)
 	m.Agents = mapAll(agents, agentSpec)
 	m.Functions = mapAll(functions, functionSpec)
 	m.Pipelines = mapAll(pipelines, pipelineSpec)
 	namesByID(m, agents, functions)
 	m.Authenticators = mapAll(auths, s.AuthenticatorSpec)
+	m.MCPServers = mapAll(servers, MCPServerSpecOf)
 	return m, nil
 }
 
@@ -256,6 +261,11 @@ func (s *Service) write(ctx context.Context, c *auth.Caller, m *Manifest, opts w
 	}
 	for i := range m.Authenticators {
 		if err := s.PrepareAuthenticator(index(join(opts.root, "authenticators"), i)+".", &m.Authenticators[i]); err != nil {
+			return nil, err
+		}
+	}
+	for i := range m.MCPServers {
+		if err := s.egress.CheckURL(index(join(opts.root, "mcp_servers"), i)+".url", m.MCPServers[i].URL); err != nil {
 			return nil, err
 		}
 	}

@@ -33,6 +33,7 @@ type Manifest struct {
 	Functions          []FunctionSpec  `json:"functions" required:"false"`
 	Pipelines          []PipelineSpec  `json:"pipelines" required:"false"`
 	Authenticators     []Authenticator `json:"authenticators" required:"false"`
+	MCPServers         []MCPServerSpec `json:"mcp_servers" required:"false" doc:"Remote MCP servers whose tools the app's LLM agents call (tools of type mcp)"`
 }
 
 // Model is a data model of the app.
@@ -125,6 +126,14 @@ type Authenticator struct {
 	RevokeURL         string          `json:"revoke_url,omitempty"`
 	RedirectURI       string          `json:"redirect_uri,omitempty"`
 	Configuration     json.RawMessage `json:"configuration,omitempty"`
+}
+
+// MCPServerSpec is a remote MCP server of the app, as a manifest (and the
+// mcp-servers API) writes it.
+type MCPServerSpec struct {
+	Name          string `json:"name" doc:"Unique in the app, ^[a-zA-Z0-9_-]{1,64}$: what mcp tools name as their server, and the prefix of its tools' names"`
+	URL           string `json:"url" doc:"The server's Streamable HTTP endpoint, called through the egress guard; a literal private address is refused"`
+	Authenticator string `json:"authenticator,omitempty" doc:"An authenticator of the app: the user's connected account's access token is sent as Bearer"`
 }
 
 // The values the manifest accepts.
@@ -294,9 +303,22 @@ func decodeManifest(d *decoder, o *object) *Manifest {
 		m.Authenticators = append(m.Authenticators, a)
 	}
 
+	m.MCPServers = []MCPServerSpec{}
+	servers := map[string]bool{}
+	for i, item := range o.array("mcp_servers", false) {
+		path := index(o.at("mcp_servers"), i)
+		ms := decodeMCPServer(d, d.asObject(item, path, true))
+		if servers[ms.Name] {
+			d.invalid(path+".name", "duplicate MCP server name %q", ms.Name)
+		}
+		checkMCPAuthenticator(d, path+".authenticator", ms.Authenticator, auths)
+		servers[ms.Name] = true
+		m.MCPServers = append(m.MCPServers, ms)
+	}
+
 	// A manifest's tools name its own parts, by name (their ids do not
 	// exist yet).
-	parts := &toolParts{functions: selfNames(functions), agents: selfNames(agents), authenticators: auths}
+	parts := &toolParts{functions: selfNames(functions), agents: selfNames(agents), authenticators: auths, mcpServers: servers}
 	for i := range m.Agents {
 		checkToolRefs(d, index(o.at("agents"), i)+".agent_config", &m.Agents[i], parts, m.Agents[i].Name)
 	}

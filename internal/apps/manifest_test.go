@@ -33,6 +33,7 @@ func base() map[string]any {
 		}}},
 		"authenticators": []any{map[string]any{"name": "crm", "authenticator_type": "custom", "scopes": []any{"read"},
 			"authorize_url": "https://crm.example.com/authorize", "token_url": "https://crm.example.com/token"}},
+		"mcp_servers": []any{map[string]any{"name": "docs", "url": "https://mcp.example.com/mcp", "authenticator": "crm"}},
 	}
 }
 
@@ -322,6 +323,7 @@ func withTools() map[string]any {
 		map[string]any{"type": "http", "name": "weather", "method": "GET", "url": "https://api.example.com/w", "connection": "crm",
 			"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}},
 		map[string]any{"type": "client", "name": "pick"},
+		map[string]any{"type": "mcp", "server": "docs", "tools": []any{"search"}},
 	}
 	cfg["max_steps"], cfg["parallel_tool_calls"], cfg["on_step_limit"] = 5, false, "answer"
 	return m
@@ -335,8 +337,9 @@ func TestAgentTools(t *testing.T) {
 	got, err := parse(t, withTools())
 	require.NoError(t, err)
 	cfg := got.Agents[0].AgentConfig
-	require.Len(t, cfg.Tools, 4)
+	require.Len(t, cfg.Tools, 5)
 	require.Equal(t, "f", cfg.Tools[0].Function)
+	require.Equal(t, "docs", cfg.Tools[4].Server)
 	require.Zero(t, cfg.Tools[0].TimeoutSeconds, "a default is left unsaid")
 	require.Equal(t, 600, cfg.Tools[1].TimeoutSeconds)
 	require.Equal(t, 5, cfg.MaxSteps)
@@ -364,7 +367,17 @@ func TestAgentTools(t *testing.T) {
 			at(m, "pipelines", 0, "steps", 0).(map[string]any)["ref"] = "look up"
 		}, "agents[0].agent_config.tools[0].name", "give the tool a name"},
 		{"unknown type", func(m map[string]any) { tool(m, 0)["type"] = "shell" }, "agents[0].agent_config.tools[0].type", "must be one of"},
-		{"mcp not yet", func(m map[string]any) { tool(m, 0)["type"] = "mcp" }, "agents[0].agent_config.tools[0].type", "not available yet"},
+		{"mcp without server", func(m map[string]any) { delete(tool(m, 4), "server") }, "agents[0].agent_config.tools[4].server", "Missing required field"},
+		{"unknown mcp server", func(m map[string]any) { tool(m, 4)["server"] = "wiki" }, "agents[0].agent_config.tools[4].server", "Unknown MCP server: wiki"},
+		{"mcp server name", func(m map[string]any) { at(m, "mcp_servers", 0).(map[string]any)["name"] = "a b" }, "mcp_servers[0].name", "must match"},
+		{"mcp server without url", func(m map[string]any) { delete(at(m, "mcp_servers", 0).(map[string]any), "url") }, "mcp_servers[0].url", "Missing required field"},
+		{"mcp server ftp url", func(m map[string]any) { at(m, "mcp_servers", 0).(map[string]any)["url"] = "ftp://x.example/" }, "mcp_servers[0].url", "http or https"},
+		{"mcp server unknown authenticator", func(m map[string]any) { at(m, "mcp_servers", 0).(map[string]any)["authenticator"] = "mail" },
+			"mcp_servers[0].authenticator", "not an authenticator of the app"},
+		{"mcp server twice", func(m map[string]any) {
+			m["mcp_servers"] = append(m["mcp_servers"].([]any), map[string]any{"name": "docs", "url": "https://x.example"})
+		},
+			"mcp_servers[1].name", "duplicate MCP server name"},
 		{"http without url", func(m map[string]any) { delete(tool(m, 2), "url") }, "agents[0].agent_config.tools[2].url", "Missing required field"},
 		{"http bad method", func(m map[string]any) { tool(m, 2)["method"] = "get" }, "agents[0].agent_config.tools[2].method", "must be one of"},
 		{"unknown connection", func(m map[string]any) { tool(m, 2)["connection"] = "mail" }, "agents[0].agent_config.tools[2].connection", "not an authenticator of the app"},

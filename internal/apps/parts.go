@@ -33,6 +33,7 @@ func (w *partWriter) sync(ctx context.Context, m *Manifest, existing bool) error
 		functions []store.Function
 		pipelines []store.Pipeline
 		auths     []store.Authenticator
+		servers   []store.MCPServer
 		err       error
 	)
 	if existing {
@@ -49,6 +50,9 @@ func (w *partWriter) sync(ctx context.Context, m *Manifest, existing bool) error
 			return err
 		}
 		if auths, err = w.tx.AuthenticatorListByApp(ctx, w.app.ID); err != nil {
+			return err
+		}
+		if servers, err = w.tx.MCPServerListByApp(ctx, w.app.ID); err != nil {
 			return err
 		}
 	}
@@ -81,12 +85,20 @@ func (w *partWriter) sync(ctx context.Context, m *Manifest, existing bool) error
 		func(r *store.Pipeline) error { return w.tx.PipelineDelete(ctx, r.ID) }); err != nil {
 		return err
 	}
-	return syncParts(auths, m.Authenticators, func(r *store.Authenticator) string { return r.Name }, func(s *Authenticator) string { return s.Name },
+	if err := syncParts(auths, m.Authenticators, func(r *store.Authenticator) string { return r.Name }, func(s *Authenticator) string { return s.Name },
 		func(s *Authenticator) error { return w.tx.AuthenticatorCreate(ctx, w.authenticator(s, nil)) },
 		func(old *store.Authenticator, s *Authenticator) error {
 			return w.tx.AuthenticatorUpdate(ctx, w.authenticator(s, old))
 		},
-		func(r *store.Authenticator) error { return w.tx.AuthenticatorDelete(ctx, r.ID) })
+		func(r *store.Authenticator) error { return w.tx.AuthenticatorDelete(ctx, r.ID) }); err != nil {
+		return err
+	}
+	return syncParts(servers, m.MCPServers, func(r *store.MCPServer) string { return r.Name }, func(s *MCPServerSpec) string { return s.Name },
+		func(s *MCPServerSpec) error { return w.tx.MCPServerCreate(ctx, w.mcpServer(s, nil)) },
+		func(old *store.MCPServer, s *MCPServerSpec) error {
+			return w.tx.MCPServerUpdate(ctx, w.mcpServer(s, old))
+		},
+		func(r *store.MCPServer) error { return w.tx.MCPServerDelete(ctx, r.ID) })
 }
 
 // syncParts matches stored parts to wanted ones by key: matches are
@@ -238,6 +250,16 @@ func (w *partWriter) authenticator(s *Authenticator, old *store.Authenticator) *
 	}
 	r := &store.Authenticator{AppID: w.app.ID, ClientSecretEnc: old.ClientSecretEnc, IsActive: old.IsActive, UpdatedAt: w.now}
 	s.SetOn(r)
+	r.ID, r.CreatedAt = w.stamp(old.ID, old.CreatedAt)
+	return r
+}
+
+func (w *partWriter) mcpServer(s *MCPServerSpec, old *store.MCPServer) *store.MCPServer {
+	r := &store.MCPServer{AppID: w.app.ID, UserID: w.app.UserID, UpdatedAt: w.now}
+	s.SetOn(r)
+	if old == nil {
+		old = &store.MCPServer{}
+	}
 	r.ID, r.CreatedAt = w.stamp(old.ID, old.CreatedAt)
 	return r
 }

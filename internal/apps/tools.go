@@ -59,10 +59,10 @@ func (d *decoder) fail(err error) {
 
 // toolParts are what an agent's tools may name in their app: functions and
 // agents, each ref (a name, or over the API an id too) to the part's name,
-// and the names of the authenticators (connections).
+// and the names of the authenticators (connections) and MCP servers.
 type toolParts struct {
-	functions, agents map[string]string
-	authenticators    map[string]bool
+	functions, agents          map[string]string
+	authenticators, mcpServers map[string]bool
 }
 
 // checkToolRefs checks that the tools of agent a (its agent_config at
@@ -95,6 +95,10 @@ func checkToolRefs(d *decoder, path string, a *AgentSpec, parts *toolParts, self
 		case tool.KindHTTP:
 			if s.Connection != "" && !parts.authenticators[s.Connection] {
 				d.invalid(at+".connection", "Unknown connection: %s is not an authenticator of the app", s.Connection)
+			}
+		case tool.KindMCP:
+			if !parts.mcpServers[s.Server] {
+				d.invalid(at+".server", "Unknown MCP server: %s is not one of the app's mcp_servers", s.Server)
 			}
 		}
 	}
@@ -144,7 +148,14 @@ func (s *Service) appToolParts(ctx context.Context, appID, selfID string) (*tool
 	if err != nil {
 		return nil, err
 	}
-	p := &toolParts{functions: map[string]string{}, agents: map[string]string{}, authenticators: map[string]bool{}}
+	servers, err := s.store.MCPServerListByApp(ctx, appID)
+	if err != nil {
+		return nil, err
+	}
+	p := &toolParts{functions: map[string]string{}, agents: map[string]string{}, authenticators: map[string]bool{}, mcpServers: map[string]bool{}}
+	for _, ms := range servers {
+		p.mcpServers[ms.Name] = true
+	}
 	for _, f := range functions {
 		p.functions[f.ID], p.functions[f.Name] = f.Name, f.Name
 	}

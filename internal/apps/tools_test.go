@@ -85,7 +85,10 @@ func TestAgentToolsRoundTrip(t *testing.T) {
 			{"type":"agent","agent":"b","name":"ask_b","approval":"always","timeout_seconds":600},
 			{"type":"http","name":"weather","method":"GET","url":"https://api.example.com/w","connection":"crm",
 			 "parameters":{"type":"object","properties":{"city":{"type":"string"}}}},
-			{"type":"client","name":"pick"}]}`, string(exported))
+			{"type":"client","name":"pick"},
+			{"type":"mcp","server":"docs","tools":["search"]}]}`, string(exported))
+		require.Equal(t, []apps.MCPServerSpec{{Name: "docs", URL: "https://mcp.example.com/mcp", Authenticator: "crm"}}, out.MCPServers,
+			"mcp_servers export as imported")
 
 		f, err := st.FunctionGetByName(ctx, imp.App.ID, "f")
 		require.NoError(t, err)

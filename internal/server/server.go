@@ -217,10 +217,12 @@ func (s *Server) build(ctx context.Context) error {
 		// A run's agent key ends with its activation, whatever ends it.
 		EndHooks: []activation.EndHook{s.Auth.EndAgentKey},
 	}, activation.Options{WorkerID: workerID, Concurrency: s.Config.Workers, HeartbeatEvery: s.opts.HeartbeatEvery, DeadAfter: s.opts.DeadAfter})
-	// An LLM agent's tools run functions, other agents (child activations)
-	// and HTTP calls through the egress guard.
+	// An LLM agent's tools run functions, other agents (child activations),
+	// HTTP calls and remote MCP servers' tools through the egress guard.
 	llmExec.Tools = &tool.Kit{Store: s.Store, Functions: s.Functions, Agents: s.Activations,
-		HTTP: s.Egress.Client(egress.Options{Field: "url"}), Credentials: credential.Tools{Service: s.Credentials}}
+		HTTP:        s.Egress.Client(egress.Options{Field: "url"}),
+		MCPHTTP:     s.Egress.Client(egress.Options{Field: "url", MaxBody: tool.MaxMCPBody}),
+		Credentials: credential.Tools{Service: s.Credentials}}
 	s.Pipelines = pipeline.New(s.Store, s.Auth, s.Apps, s.Activations, s.Functions, s.Events, s.Queue, s.Log)
 	s.Pipelines.Quotas = s.Config.Quotas
 	// A pipeline's agent step moves its run on when its activation ends.

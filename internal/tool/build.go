@@ -17,19 +17,46 @@ import (
 // PromptSchema is the arguments of an LLM agent called as a tool.
 var PromptSchema = json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string","description":"What to ask the agent"}},"required":["prompt"]}`)
 
+// Set is the tools of one run, built by Kit.Build. The caller closes it
+// when the run ends (or stops to wait): that ends the run's MCP sessions.
+type Set struct {
+	Tools []Tool
+	// Logs are what building met that the model is not told: an MCP
+	// server that could not be listed, a tool it lacks. They belong in
+	// the run's log.
+	Logs  []executor.LogLine
+	conns []*mcpConn
+}
+
+// Close ends what the tools hold open (MCP sessions); a nil Set is fine.
+func (s *Set) Close() {
+	if s == nil {
+		return
+	}
+	for _, c := range s.conns {
+		c.close()
+	}
+	s.conns = nil
+}
+
 // Build makes the tools of run from cfg, in cfg's order: it resolves the
-// functions and agents they refer to in run's app (by name, else by id)
-// and takes their schemas, names and descriptions. What no longer resolves
-// (a function deleted since the agent was saved) is a validation error
-// naming agent_config.tools[i]: the run cannot start as configured.
-func (k *Kit) Build(ctx context.Context, run *executor.Run, cfg *Config) ([]Tool, error) {
+// functions, agents and MCP servers they refer to in run's app (by name,
+// else by id) and takes their schemas, names and descriptions. What no
+// longer resolves (a function deleted since the agent was saved) is a
+// validation error naming agent_config.tools[i]: the run cannot start as
+// configured. Each MCP server is listed once, here, for the whole run (an
+// mcp tool brings its tools in its place); one that cannot be listed
+// leaves the run going without them (see mcpTools).
+func (k *Kit) Build(ctx context.Context, run *executor.Run, cfg *Config) (*Set, error) {
+	set := &Set{}
 	if cfg == nil || len(cfg.Tools) == 0 {
-		return nil, nil
+		return set, nil
 	}
 	var agents []store.Agent
 	specs := slices.Clone(cfg.Tools) // the run's: defaults filled in stay here
 	tools := make([]Tool, len(specs))
 	refNames := make([]string, len(specs))
+	servers := map[string]*store.MCPServer{}
 	for i := range specs {
 		s := &specs[i]
 		field := "agent_config.tools[" + strconv.Itoa(i) + "]"
@@ -67,6 +94,14 @@ func (k *Kit) Build(ctx context.Context, run *executor.Run, cfg *Config) ([]Tool
 			tools[i] = &httpTool{base: base{s, schemaOr(s.Parameters)}, kit: k}
 		case KindClient:
 			tools[i] = &clientTool{base{s, schemaOr(s.Parameters)}}
+		case KindMCP:
+			if servers[s.Server] == nil {
+				ms, err := k.mcpServer(ctx, run, s.Server)
+				if err != nil {
+					return nil, refError(field+".server", "MCP server", s.Server, err)
+				}
+				servers[s.Server] = ms
+			}
 		default:
 			return nil, invalid(field+".type", "%s tools are not available", s.Type)
 		}
@@ -75,10 +110,26 @@ func (k *Kit) Build(ctx context.Context, run *executor.Run, cfg *Config) ([]Tool
 	if err != nil {
 		return nil, err
 	}
+	taken := map[string]bool{}
 	for i := range specs {
 		specs[i].Name = names[i]
+		taken[names[i]] = true
 	}
-	return tools, nil
+	conns := map[string]*mcpConn{}
+	for i := range specs {
+		if specs[i].Type != KindMCP {
+			set.Tools = append(set.Tools, tools[i])
+			continue
+		}
+		conn := conns[specs[i].Server]
+		if conn == nil {
+			conn = k.connect(ctx, run, servers[specs[i].Server])
+			conns[specs[i].Server] = conn
+			set.conns = append(set.conns, conn)
+		}
+		set.Tools = append(set.Tools, mcpTools(&specs[i], conn, taken, &set.Logs)...)
+	}
+	return set, nil
 }
 
 // function resolves ref in run's app: a name first, then an id.

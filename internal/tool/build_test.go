@@ -72,7 +72,12 @@ func build(t *testing.T, k *tool.Kit, run *executor.Run, tools string) ([]tool.T
 	t.Helper()
 	cfg, err := tool.ParseConfig(json.RawMessage(`{"tools":` + tools + `}`))
 	require.NoError(t, err)
-	return k.Build(context.Background(), run, cfg)
+	set, err := k.Build(context.Background(), run, cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(set.Close)
+	return set.Tools, nil
 }
 
 // counter counts its runs in the app's storage and shows its key.

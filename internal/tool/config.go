@@ -170,10 +170,8 @@ func (p *parser) spec(path string, raw json.RawMessage) Spec {
 	switch {
 	case s.Type == "":
 		p.missing(at("type"))
-	case s.Type == KindMCP:
-		p.invalid(at("type"), "mcp tools are not available yet")
 	case !slices.Contains(Kinds, s.Type):
-		p.invalid(at("type"), "must be one of function, agent, http, client")
+		p.invalid(at("type"), "must be one of %s", strings.Join(Kinds, ", "))
 	}
 	if s.Name != "" && !NamePattern.MatchString(s.Name) {
 		p.invalid(at("name"), "must match %s", NamePattern)
@@ -211,8 +209,43 @@ func (p *parser) spec(path string, raw json.RawMessage) Spec {
 	case KindClient:
 		p.needName(at("name"), s.Name)
 		s.Parameters = p.parameters(at("parameters"), m["parameters"])
+	case KindMCP:
+		p.mcp(path, m, &s)
 	}
 	return s
+}
+
+// mcp checks an mcp tool: the server's name, and the names of the tools
+// offered when it lists them. It takes no name of its own: its tools are
+// named <server>_<tool> (see mcpToolName).
+func (p *parser) mcp(path string, m map[string]json.RawMessage, s *Spec) {
+	at := func(key string) string { return path + "." + key }
+	if s.Name != "" {
+		p.invalid(at("name"), "an mcp tool takes no name: its tools are named <server>_<tool>")
+	}
+	if s.Server = p.str(at("server"), m["server"]); strings.TrimSpace(s.Server) == "" {
+		p.missing(at("server"))
+	}
+	if isNull(m["tools"]) {
+		return
+	}
+	if json.Unmarshal(m["tools"], &s.Tools) != nil {
+		p.invalid(at("tools"), "expected an array of tool names")
+		return
+	}
+	if len(s.Tools) == 0 {
+		p.invalid(at("tools"), "name at least one tool, or leave tools out to offer them all")
+	}
+	seen := map[string]bool{}
+	for i, name := range s.Tools {
+		switch {
+		case strings.TrimSpace(name) == "":
+			p.invalid(at("tools")+"["+strconv.Itoa(i)+"]", "expected a tool name")
+		case seen[name]:
+			p.invalid(at("tools")+"["+strconv.Itoa(i)+"]", "duplicate tool %q", name)
+		}
+		seen[name] = true
+	}
 }
 
 // needName: http and client tools refer to nothing to take a name from.
@@ -247,11 +280,15 @@ func (p *parser) parameters(path string, raw json.RawMessage) json.RawMessage {
 // Names returns the name of each tool: its own, else refName(i), the name
 // of the function or agent it refers to. A default that is no valid name
 // is a validation error asking for one, a name used twice too; errors
-// name path.tools[i].name (path is the agent_config's).
+// name path.tools[i].name (path is the agent_config's). An mcp tool's
+// name is "": the tools it brings are named when its server lists them.
 func Names(path string, specs []Spec, refName func(i int) string) ([]string, error) {
 	names := make([]string, len(specs))
 	seen := map[string]bool{}
 	for i, s := range specs {
+		if s.Type == KindMCP {
+			continue
+		}
 		field := path + ".tools[" + strconv.Itoa(i) + "].name"
 		name := s.Name
 		if name == "" {

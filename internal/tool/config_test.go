@@ -44,12 +44,14 @@ func TestParseConfigDefaults(t *testing.T) {
 		{"type":"agent","agent":"helper","name":"ask","approval":"always","timeout_seconds":60},
 		{"type":"http","name":"weather","method":"GET","url":"https://api.example.com/w","connection":"crm",
 		 "parameters":{"type":"object","properties":{"city":{"type":"string"}}}},
-		{"type":"client","name":"pick_file"}]}`))
+		{"type":"client","name":"pick_file"},
+		{"type":"mcp","server":"docs","tools":["search","fetch"]}]}`))
 	require.NoError(t, err)
 	require.Equal(t, 3, cfg.MaxSteps)
 	require.False(t, cfg.Parallel())
 	require.Equal(t, "answer", cfg.OnStepLimit)
-	require.Len(t, cfg.Tools, 4)
+	require.Len(t, cfg.Tools, 5)
+	require.Equal(t, tool.Spec{Type: "mcp", Server: "docs", Tools: []string{"search", "fetch"}, TimeoutSeconds: 86400}, cfg.Tools[4])
 	require.Equal(t, tool.Spec{Type: "function", Function: "lookup", TimeoutSeconds: 86400}, cfg.Tools[0], "the name stays the default's")
 	require.Equal(t, 60, cfg.Tools[1].TimeoutSeconds)
 	require.Equal(t, "always", cfg.Tools[1].Approval)
@@ -72,8 +74,12 @@ func TestParseConfigRefusals(t *testing.T) {
 		{"tools not an array", `{"tools":{}}`, "agent_config.tools", "expected an array"},
 		{"tool not an object", `{"tools":["f"]}`, "agent_config.tools[0]", "expected an object"},
 		{"no type", `{"tools":[{"function":"f"}]}`, "agent_config.tools[0].type", "Missing required field"},
-		{"unknown type", `{"tools":[{"type":"shell"}]}`, "agent_config.tools[0].type", "must be one of function, agent, http, client"},
-		{"mcp not yet", `{"tools":[{"type":"mcp","server":"s"}]}`, "agent_config.tools[0].type", "not available yet"},
+		{"unknown type", `{"tools":[{"type":"shell"}]}`, "agent_config.tools[0].type", "must be one of function, agent, http, client, mcp"},
+		{"mcp without server", `{"tools":[{"type":"mcp"}]}`, "agent_config.tools[0].server", "Missing required field"},
+		{"mcp with a name", `{"tools":[{"type":"mcp","server":"s","name":"x"}]}`, "agent_config.tools[0].name", "takes no name"},
+		{"mcp tools not names", `{"tools":[{"type":"mcp","server":"s","tools":[1]}]}`, "agent_config.tools[0].tools", "array of tool names"},
+		{"mcp tools empty", `{"tools":[{"type":"mcp","server":"s","tools":[]}]}`, "agent_config.tools[0].tools", "at least one"},
+		{"mcp tools twice", `{"tools":[{"type":"mcp","server":"s","tools":["a","a"]}]}`, "agent_config.tools[0].tools[1]", "duplicate"},
 		{"bad name", `{"tools":[{"type":"function","function":"f","name":"has space"}]}`, "agent_config.tools[0].name", "must match"},
 		{"name too long", `{"tools":[{"type":"function","function":"f","name":"` + strings.Repeat("a", 65) + `"}]}`, "agent_config.tools[0].name", "must match"},
 		{"duplicate name", `{"tools":[{"type":"function","function":"f","name":"x"},{"type":"agent","agent":"a","name":"x"}]}`, "agent_config.tools[1].name", `duplicate tool name "x"`},

@@ -89,10 +89,11 @@ func buildOne(t *testing.T, k *tool.Kit, spec string) tool.Tool {
 	t.Helper()
 	cfg, err := tool.ParseConfig(json.RawMessage(`{"tools":[` + spec + `]}`))
 	require.NoError(t, err)
-	tools, err := k.Build(context.Background(), &executor.Run{ID: uuid.NewString(), UserID: "u", AppID: "a"}, cfg)
+	set, err := k.Build(context.Background(), &executor.Run{ID: uuid.NewString(), UserID: "u", AppID: "a"}, cfg)
 	require.NoError(t, err)
-	require.Len(t, tools, 1)
-	return tools[0]
+	t.Cleanup(set.Close)
+	require.Len(t, set.Tools, 1)
+	return set.Tools[0]
 }
 
 func call(t *testing.T, tl tool.Tool, args string) (json.RawMessage, error) {

@@ -8,7 +8,8 @@
 //     through AgentRunner;
 //   - http: one HTTP call through the egress-guarded client;
 //   - client: answered by the caller, never called here;
-//   - mcp: the tools of a remote MCP server (not available yet).
+//   - mcp: the tools of a remote MCP server of the app, listed once per
+//     run through the egress guard (mcp.go).
 //
 // The loop that asks the model, calls the tools and records each step is
 // the LLM runtime's (executor/runtimes); the checks that need the app (do
@@ -40,8 +41,8 @@ var Kinds = []string{KindFunction, KindAgent, KindHTTP, KindClient, KindMCP}
 
 // Spec is one entry of an LLM agent's agent_config.tools (DESIGN).
 type Spec struct {
-	Type        string `json:"type" enum:"function,agent,http,client,mcp" doc:"What the tool runs; mcp is not available yet"`
-	Name        string `json:"name,omitempty" doc:"Unique in the agent, ^[a-zA-Z0-9_-]{1,64}$; defaults to the function's or agent's name"`
+	Type        string `json:"type" enum:"function,agent,http,client,mcp" doc:"What the tool runs; mcp brings the tools of one of the app's MCP servers"`
+	Name        string `json:"name,omitempty" doc:"Unique in the agent, ^[a-zA-Z0-9_-]{1,64}$; defaults to the function's or agent's name. An mcp tool takes none: its tools are named <server>_<tool>"`
 	Description string `json:"description,omitempty" doc:"What the model reads of the tool; defaults to the function's or agent's description"`
 	Approval    string `json:"approval,omitempty" enum:"always" doc:"always: every call waits for a person's decision"`
 	// TimeoutSeconds is a wait's length (approval, client tools).
@@ -54,7 +55,7 @@ type Spec struct {
 	// tools; nil is {"type":"object"}.
 	Parameters json.RawMessage `json:"parameters,omitempty" doc:"http and client: the JSON Schema (type object) of the arguments"`
 	Connection string          `json:"connection,omitempty" doc:"http: an authenticator of the app whose connected account's access token is sent as Bearer"`
-	Server     string          `json:"server,omitempty" doc:"mcp: the app's MCP server (not available yet)"`
+	Server     string          `json:"server,omitempty" doc:"mcp: the name of one of the app's mcp_servers"`
 	Tools      []string        `json:"tools,omitempty" doc:"mcp: the server's tools offered, all when absent"`
 }
 
@@ -120,7 +121,10 @@ type Kit struct {
 	Agents AgentRunner
 	// HTTP is the egress-guarded client of http tools; the tool bounds
 	// each call to HTTPTimeout and reads at most MaxHTTPBody.
-	HTTP        *http.Client
+	HTTP *http.Client
+	// MCPHTTP is the egress-guarded client of MCP servers, its bodies
+	// capped at MaxMCPBody; nil: mcp tools offer nothing and say why.
+	MCPHTTP     *http.Client
 	Credentials TokenSource
 }
 

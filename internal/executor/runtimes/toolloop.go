@@ -68,20 +68,24 @@ type loop struct {
 	usage    llm.Usage
 	llmCalls int
 	model    string
+	logs     []executor.LogLine // what building the tools noted (Set.Logs)
 }
 
 func (e *LLM) runLoop(ctx context.Context, run *executor.Run, p *llm.Resolved, req llm.Request, cfg *tool.Config, callerTools []llm.Tool) (*executor.Result, error) {
 	if run.Journal == nil || e.Tools == nil {
 		return nil, errors.New("tools need a journal to run in")
 	}
-	tools, err := e.Tools.Build(ctx, run, cfg)
+	set, err := e.Tools.Build(ctx, run, cfg)
 	if err != nil {
 		return nil, err
 	}
+	// The run's MCP sessions end with this call: a run that waits opens
+	// them again when it goes on.
+	defer set.Close()
 	l := &loop{e: e, run: run, client: p.Client, provider: p.ProviderID, cfg: cfg, req: req,
-		tools: map[string]tool.Tool{}, caller: map[string]bool{}, schemas: map[string]*inputschema.Schema{}, model: req.Model}
+		tools: map[string]tool.Tool{}, caller: map[string]bool{}, schemas: map[string]*inputschema.Schema{}, model: req.Model, logs: set.Logs}
 	own := map[string]bool{}
-	for _, t := range tools {
+	for _, t := range set.Tools {
 		def := t.Definition()
 		l.tools[def.Name] = t
 		own[def.Name] = true
@@ -482,7 +486,7 @@ func (l *loop) complete(text, finish string, callerCalls []llm.ToolCall) (*execu
 	if err != nil {
 		return nil, err
 	}
-	return &executor.Result{Output: out}, nil
+	return &executor.Result{Output: out, Logs: l.logs}, nil
 }
 
 func (l *loop) addUsage(u llm.Usage, model string) {
