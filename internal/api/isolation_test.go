@@ -342,6 +342,9 @@ func TestBoundKeyRouteTable(t *testing.T) {
 		}
 		const forbidden, absent = http.StatusForbidden, http.StatusNotFound
 		mcpList := map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+		chat := func(model string) map[string]any {
+			return map[string]any{"model": model, "messages": []map[string]any{{"role": "user", "content": "hi"}}}
+		}
 		newMCPServer := map[string]any{"name": "made", "url": "https://mcp.example.com/mcp"}
 		credentialCalls := func(body any) []call {
 			at := func(ids map[string]string) map[string]string { return with(map[string]string{"provider": "crm"}, ids) }
@@ -558,6 +561,13 @@ func TestBoundKeyRouteTable(t *testing.T) {
 				{ids: C, body: mcpList, status: absent}}},
 			{"POST /api/v1/mcp", []call{{ids: none, body: mcpList, status: 200}}},
 
+			// The OpenAI-compatible endpoint: A's agents are its models;
+			// another app's (or another user's) agent is an unknown model.
+			{"GET /api/v1/openai/models", []call{{ids: none, status: 200, only: map[string]string{"owned_by": slugA}}}},
+			{"POST /api/v1/openai/chat/completions", []call{{ids: none, body: chat(slugA + "/triage"), status: 200},
+				{ids: none, body: chat(slugB + "/triage"), status: absent}, {ids: none, body: chat(fb.agentID), status: absent},
+				{ids: none, body: chat(fc.agentID), status: absent}}},
+
 			// Last, since its control upgrades A in place: importing is
 			// creating an app (the account's) unless it upgrades A.
 			{"POST /api/v1/apps/import-manifest", []call{
@@ -642,10 +652,15 @@ func TestBoundKeyRouteTable(t *testing.T) {
 				case forbidden:
 					require.Equal(t, "PermissionError", res.str("error_type"), name)
 				case absent:
+					if strings.HasPrefix(template, "/api/v1/openai/") {
+						// OpenAI's error shape, as its SDKs read it.
+						require.Equal(t, "model_not_found", res.JSON["error"].(map[string]any)["code"], name)
+						break
+					}
 					require.Equal(t, "NotFoundError", res.str("error_type"), name)
 				}
 				for field, allowed := range c.only {
-					for _, key := range []string{"apps", "agents", "activations", "functions", "pipelines", "runs", "authenticators", "mcp_servers"} {
+					for _, key := range []string{"apps", "agents", "activations", "functions", "pipelines", "runs", "authenticators", "mcp_servers", "data"} {
 						for _, item := range list(res, key) {
 							v, _ := item[field].(string)
 							require.Contains(t, strings.Fields(allowed), v, "%s: %s of %v", name, field, item)
