@@ -211,3 +211,20 @@ func headerOf(app *store.App) manifestHeader {
 	_ = json.Unmarshal(app.Manifest, &h) // written by us; a bad one just loses the field
 	return h
 }
+
+// Parts returns the agents, functions and pipelines of the caller's app
+// appID, or of every app the caller reaches when appID is empty (a bound
+// key's one app); with names, only the parts so named.
+func (s *Service) Parts(ctx context.Context, c *auth.Caller, appID string, names ...string) ([]store.AppPart, error) {
+	userID := c.UserID
+	if appID == "" {
+		appID = c.AppID
+	} else {
+		app, err := s.OwnedApp(ctx, c, appID)
+		if err != nil {
+			return nil, err
+		}
+		userID, appID = app.UserID, app.ID
+	}
+	return s.store.AppPartList(ctx, userID, appID, names...)
+}

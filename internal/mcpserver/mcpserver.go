@@ -223,7 +223,14 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int64, b *htt
 // reaches; only, when not empty, keeps that one tool (a tools/call's),
 // or none when there is no such tool, which the SDK answers as unknown.
 func (s *Service) server(ctx context.Context, caller *auth.Caller, appID, only string) (*mcp.Server, error) {
-	tools, err := s.tools(ctx, caller, appID)
+	var tools []tool
+	var err error
+	switch names := namesOf(only, appID); {
+	case only == "":
+		tools, err = s.tools(ctx, caller, appID)
+	case len(names) > 0:
+		tools, err = s.tools(ctx, caller, appID, names...)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -61,11 +62,53 @@ func objectSchema(raw json.RawMessage) map[string]any {
 	return m
 }
 
-// pageSize is how many rows a list reads at a time.
-const pageSize = 500
+// tools are the tools of app appID, or of every app caller reaches
+// (named <slug>__<name>) when appID is empty; with names, only those of
+// the agents, functions and pipelines so named.
+func (s *Service) tools(ctx context.Context, c *auth.Caller, appID string, names ...string) ([]tool, error) {
+	parts, err := s.Apps.Parts(ctx, c, appID, names...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tool, 0, len(parts))
+	for _, p := range parts {
+		t := tool{app: p.AppID, kind: p.Kind, id: p.ID, name: p.Name, description: p.Description}
+		switch {
+		case p.Kind == kindPipeline:
+			t.schema = pipelineSchema
+		case p.Kind == kindAgent && p.AgentTypeID == "llm":
+			t.llm, t.schema = true, llmSchema
+		default:
+			t.schema = objectSchema(p.InputSchema)
+		}
+		out = append(out, t)
+	}
+	return s.name(ctx, c, appID, out)
+}
+
+// namesOf are the names of the agents, functions and pipelines that may
+// be tool only (a tools/call's): its name without the app's slug on the
+// endpoint of every app, and that name without a _<kind> suffix.
+func namesOf(only, appID string) []string {
+	if appID == "" {
+		_, after, ok := strings.Cut(only, "__")
+		if !ok {
+			return nil
+		}
+		only = after
+	}
+	names := []string{only}
+	for _, kind := range []string{kindAgent, kindFunction, kindPipeline} {
+		if base, ok := strings.CutSuffix(only, "_"+kind); ok && base != "" {
+			names = append(names, base)
+		}
+	}
+	return names
+}
 
 // all reads every page of a list.
 func all[T any](list func(limit, offset int) ([]T, int, error)) ([]T, error) {
+	const pageSize = 500
 	var out []T
 	for {
 		page, total, err := list(pageSize, len(out))
@@ -77,52 +120,6 @@ func all[T any](list func(limit, offset int) ([]T, int, error)) ([]T, error) {
 			return out, nil
 		}
 	}
-}
-
-// tools are the tools of app appID, or of every app caller reaches
-// (named <slug>__<name>) when appID is empty.
-func (s *Service) tools(ctx context.Context, c *auth.Caller, appID string) ([]tool, error) {
-	var agents []store.Agent
-	var err error
-	if appID != "" {
-		if _, err := s.Apps.OwnedApp(ctx, c, appID); err != nil {
-			return nil, err
-		}
-		agents, err = all(func(l, o int) ([]store.Agent, int, error) { return s.Apps.AppAgents(ctx, c, appID, "", l, o) })
-	} else {
-		agents, err = all(func(l, o int) ([]store.Agent, int, error) { return s.Apps.Agents(ctx, c, "", l, o) })
-	}
-	if err != nil {
-		return nil, err
-	}
-	functions, err := all(func(l, o int) ([]store.Function, int, error) { return s.Functions.List(ctx, c, appID, l, o) })
-	if err != nil {
-		return nil, err
-	}
-	pipelines, err := all(func(l, o int) ([]store.Pipeline, int, error) { return s.Pipelines.List(ctx, c, appID, l, o) })
-	if err != nil {
-		return nil, err
-	}
-	var out []tool
-	for _, a := range agents {
-		if a.AppID == "" {
-			continue // a system agent belongs to no app
-		}
-		t := tool{app: a.AppID, kind: kindAgent, id: a.ID, name: a.Name, description: a.Description, llm: a.AgentTypeID == "llm"}
-		if t.llm {
-			t.schema = llmSchema
-		} else {
-			t.schema = objectSchema(a.InputSchema)
-		}
-		out = append(out, t)
-	}
-	for _, f := range functions {
-		out = append(out, tool{app: f.AppID, kind: kindFunction, id: f.ID, name: f.Name, description: f.Description, schema: objectSchema(f.InputSchema)})
-	}
-	for _, p := range pipelines {
-		out = append(out, tool{app: p.AppID, kind: kindPipeline, id: p.ID, name: p.Name, description: p.Description, schema: pipelineSchema})
-	}
-	return s.name(ctx, c, appID, out)
 }
 
 // name gives each tool its name: a name two kinds of one app share gets

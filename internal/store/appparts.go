@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -293,4 +296,53 @@ func (s *Store) AuthenticatorPage(ctx context.Context, appID string, limit, offs
 	rows, err := queryAll(ctx, s.reader(), scanAuthenticator,
 		authenticatorSelect+` WHERE au.app_id = $1 ORDER BY au.created_at, au.id LIMIT $2 OFFSET $3`, appID, limit, offset)
 	return rows, total, err
+}
+
+// AppPart is an agent, a function or a pipeline of an app, as much of it
+// as its MCP tool needs.
+type AppPart struct {
+	Kind        string // agent, function or pipeline
+	ID          string
+	AppID       string
+	Name        string
+	Description string
+	AgentTypeID string          // agents only
+	InputSchema json.RawMessage // agents and functions; nil when none
+}
+
+// AppPartList returns the agents, then the functions, then the pipelines
+// of the user's apps (of app appID when set), each in creation order; with
+// names, only the parts with one of those names. It is one statement
+// where listing each kind with its count took six: an MCP request lists
+// them on every call.
+func (s *Store) AppPartList(ctx context.Context, userID, appID string, names ...string) ([]AppPart, error) {
+	args := []any{userID, appID}
+	cond := `user_id = $1 AND app_id IS NOT NULL AND ($2 = '' OR ` + s.d.cast("app_id", "text") + ` = $2)`
+	if len(names) > 0 {
+		marks := make([]string, len(names))
+		for i, n := range names {
+			args = append(args, n)
+			marks[i] = fmt.Sprintf("$%d", len(args))
+		}
+		cond += ` AND name IN (` + strings.Join(marks, ", ") + `)`
+	}
+	schema := s.d.cast("input_schema", "text")
+	q := `SELECT 0 AS kind, id, app_id, name, description, agent_type_id, ` + schema + ` AS input_schema, created_at FROM agents WHERE ` + cond + `
+		UNION ALL SELECT 1, id, app_id, name, description, '', ` + schema + `, created_at FROM functions WHERE ` + cond + `
+		UNION ALL SELECT 2, id, app_id, name, description, '', NULL, created_at FROM pipelines WHERE ` + cond + `
+		ORDER BY 1, 8, 2`
+	kinds := [...]string{"agent", "function", "pipeline"}
+	return queryAll(ctx, s.reader(), func(row interface{ Scan(...any) error }, p *AppPart) error {
+		var kind int
+		var schema sql.NullString
+		var created any
+		if err := row.Scan(&kind, &p.ID, &p.AppID, &p.Name, &p.Description, &p.AgentTypeID, &schema, &created); err != nil {
+			return err
+		}
+		p.Kind = kinds[kind]
+		if schema.Valid {
+			p.InputSchema = json.RawMessage(schema.String)
+		}
+		return nil
+	}, q, args...)
 }
