@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentplatform/agentplatform/internal/activation"
@@ -27,21 +28,35 @@ const (
 // tool is one agent, function or pipeline as a tool.
 type tool struct {
 	app, kind, id, name, description string
-	schema                           map[string]any
+	schema                           any // *jsonschema.Schema or a JSON object
 	// llm: the agent takes {prompt, chat_id?}.
 	llm bool
 }
 
-// The input schemas of the kinds that have no schema of their own.
+// The input schemas of the kinds that have no schema of their own, made
+// once as the SDK's own type: a schema of another type the SDK remarshals
+// on every AddTool, which is to say on every request.
 var (
-	llmSchema = map[string]any{"type": "object", "required": []string{"prompt"}, "properties": map[string]any{
+	llmSchema = staticSchema(map[string]any{"type": "object", "required": []string{"prompt"}, "properties": map[string]any{
 		"prompt":  map[string]any{"type": "string", "description": "The message to the agent"},
 		"chat_id": map[string]any{"type": "string", "description": "A chat to continue: its earlier turns are sent as history"},
-	}}
-	pipelineSchema = map[string]any{"type": "object", "properties": map[string]any{
+	}})
+	pipelineSchema = staticSchema(map[string]any{"type": "object", "properties": map[string]any{
 		"input": map[string]any{"type": "object", "description": "The run's input, which the steps' templates read"},
-	}}
+	}})
 )
+
+func staticSchema(m map[string]any) *jsonschema.Schema {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		panic(err)
+	}
+	return &s
+}
 
 // objectSchema is a stored input_schema as a tool's: a tool takes an
 // object, so a schema without a type is given "object", and a schema of
