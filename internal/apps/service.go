@@ -216,15 +216,22 @@ func headerOf(app *store.App) manifestHeader {
 // appID, or of every app the caller reaches when appID is empty (a bound
 // key's one app); with names, only the parts so named.
 func (s *Service) Parts(ctx context.Context, c *auth.Caller, appID string, names ...string) ([]store.AppPart, error) {
-	userID := c.UserID
 	if appID == "" {
-		appID = c.AppID
-	} else {
-		app, err := s.OwnedApp(ctx, c, appID)
-		if err != nil {
-			return nil, err
-		}
-		userID, appID = app.UserID, app.ID
+		return s.store.AppPartList(ctx, c.UserID, c.AppID, names...)
 	}
-	return s.store.AppPartList(ctx, userID, appID, names...)
+	if uuid.Validate(appID) == nil && c.SeesApp(appID) {
+		// Parts of the caller's own are the app's: it is the caller's, and
+		// there is no need to read it (an MCP request asks on every call).
+		if parts, err := s.store.AppPartList(ctx, c.UserID, appID, names...); err != nil || len(parts) > 0 {
+			return parts, err
+		}
+	}
+	app, err := s.OwnedApp(ctx, c, appID)
+	if err != nil {
+		return nil, err
+	}
+	if app.UserID == c.UserID {
+		return nil, nil // read above: none
+	}
+	return s.store.AppPartList(ctx, app.UserID, app.ID, names...)
 }
