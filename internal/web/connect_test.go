@@ -1,12 +1,14 @@
 package web_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
@@ -37,6 +39,28 @@ func addMCPServer(t testing.TB, env *webtest.Env, session, appID, name, url stri
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.Body), &out))
 	return out.ID
+}
+
+// hostile is what a remote MCP server might say of a tool to break into
+// the page that lists it.
+const hostile = `<img src=x data-pwned onerror="window.pwned=1"><script>window.pwned=1</script>`
+
+// hostileServer is an MCP server in the outside world whose one tool,
+// peek, is described by hostile; its MCP URL.
+func hostileServer(t testing.TB) string {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "1.0.0"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "peek", Description: hostile, InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+	hs := egresstest.NewServer(t, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(func() {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+	})
+	return hs.URL + "/mcp"
 }
 
 // mcpEnv is a platform that may reach the outside world (egresstest),
@@ -130,6 +154,15 @@ func TestBrowserAppConnect(t *testing.T) {
 		b.Do(chromedp.EmulateViewport(390, 844))
 		b.NoHorizontalOverflow()
 		b.Shot("app-connect-phone")
+
+		// What a remote server says is text, never markup.
+		addMCPServer(t, e.env, e.session, e.appID, "odd", hostileServer(t))
+		b.Open("/apps/" + e.appID)
+		odd := `[data-mcp-server="odd"]`
+		b.Click(odd + " button[data-show-tools]")
+		b.WaitText(odd+" [data-mcp-tools]", hostile)
+		require.Zero(t, webtest.Eval[int](b, `document.querySelectorAll("[data-pwned], [data-mcp-tools] script").length`))
+		require.True(t, webtest.Eval[bool](b, `window.pwned === undefined`))
 	})
 }
 
@@ -165,8 +198,11 @@ func TestMCPToolsFragment(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.StatusCode, "a server down is no error page: %s", r.Body)
 		require.Contains(t, r.Body, "Could not list the tools")
 
-		// Without a session: the login page.
+		// Without a session cookie (a Bearer token is no page's
+		// credential): the login page.
 		r = call(t, env, "POST", path, "", "", "Sec-Fetch-Site", "same-origin", "Origin", env.URL)
+		require.Equal(t, http.StatusSeeOther, r.StatusCode, r.Body)
+		r = call(t, env, "POST", path, "", "", "Authorization", "Bearer "+e.session)
 		require.Equal(t, http.StatusSeeOther, r.StatusCode, r.Body)
 		// From another site: refused before anything is listed.
 		r = call(t, env, "POST", path, "", "", append(cookie(e.session), "Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example")...)
