@@ -160,6 +160,9 @@ type appData struct {
 	// Since is the caller's last event seq before the page was read: its
 	// event socket starts there (LastEventSeq).
 	Since int64
+	// Connect is how clients reach the app; MCP its MCP servers.
+	Connect connectView
+	MCP     mcpServersView
 }
 
 func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
@@ -200,9 +203,15 @@ func (p *Pages) app(w http.ResponseWriter, r *http.Request, c *auth.Caller) {
 		p.fail(w, r, c, err)
 		return
 	}
+	servers, serverTotal, err := p.Apps.MCPServers(r.Context(), c, app.ID, listLimit, 0)
+	if err != nil {
+		p.fail(w, r, c, err)
+		return
+	}
 	p.render(w, r, http.StatusOK, "app.html", view{Title: app.Name, Nav: "apps", Email: c.Email,
 		Data: appData{App: app, Agents: views, Total: total, Activations: activationRows(acts, names), Waiting: waiting, Since: since,
-			Page: pager{Offset: offset, Limit: historyLimit, Total: actTotal, Shown: len(acts)}}})
+			Page:    pager{Offset: offset, Limit: historyLimit, Total: actTotal, Shown: len(acts)},
+			Connect: p.connectFor(app, views), MCP: mcpServersView{AppID: app.ID, Servers: servers, Total: serverTotal}}})
 }
 
 type activationData struct {

@@ -15,6 +15,7 @@
 package web
 
 import (
+	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
@@ -36,6 +37,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/authenticator"
 	"github.com/agentplatform/agentplatform/internal/credential"
 	"github.com/agentplatform/agentplatform/internal/function"
+	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/localpath"
 )
 
@@ -56,6 +58,20 @@ type Deps struct {
 	// run (live.go).
 	Activations *activation.Service
 	Functions   *function.Service
+	// PublicURL is AP_PUBLIC_URL: the app page's Connect section gives
+	// clients the app's MCP URL and the OpenAI base URL under it.
+	PublicURL string
+	// MCPTools lists an MCP server's tools for the app page's "Show
+	// tools" (the LLM runtime's tool.Kit); nil: the page says it cannot.
+	MCPTools MCPTools
+}
+
+// MCPTools lists the tools of app appID's MCP server named server as
+// userID's runs see them: it connects to the server (through the egress
+// guard), lists and closes. An error says why the server could not be
+// listed.
+type MCPTools interface {
+	MCPServerTools(ctx context.Context, userID, appID, server string) ([]llm.Tool, error)
 }
 
 // Pages is the web UI.
@@ -111,6 +127,7 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /apps/{app_id}/activations/{activation_id}/run", p.private(p.runFragment))
 	mux.HandleFunc("GET /apps/{app_id}/waiting", p.private(p.waitFragment))
 	mux.HandleFunc("GET /apps/{app_id}/functions", p.private(p.functionsPage))
+	mux.HandleFunc("POST /apps/{app_id}/mcp-servers/{server_id}/tools", p.private(p.mcpToolsFragment))
 	mux.HandleFunc("GET /static/", p.assets)
 	mux.HandleFunc("GET "+examplePath, p.example)
 }
