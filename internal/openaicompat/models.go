@@ -3,6 +3,7 @@ package openaicompat
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -73,24 +74,39 @@ func (k *Catalog) slug(ctx context.Context, slugs map[string]string, appID strin
 
 // Resolve is the LLM agent model names: `<app slug>/<agent name>`, a
 // system agent's name, or an agent's id. Anything else, or an agent that
-// is not an LLM agent, is ModelNotFound.
+// is not an LLM agent, is ModelNotFound. A name is looked up, not found
+// in the list of Models: every completion resolves its model.
 func (k *Catalog) Resolve(ctx context.Context, c *auth.Caller, model string) (*store.Agent, error) {
-	if uuid.Validate(model) == nil {
-		a, err := k.Apps.VisibleAgent(ctx, c, model)
-		if errors.Is(err, apps.ErrAgentNotFound) || (err == nil && a.AgentTypeID != "llm") {
+	id := model
+	if uuid.Validate(model) != nil {
+		slug, name, inApp := strings.Cut(model, "/")
+		appID := ""
+		if inApp {
+			app, err := k.Store.AppGetBySlug(ctx, c.UserID, slug)
+			if errors.Is(err, store.ErrNotFound) {
+				return nil, ModelNotFound(model)
+			}
+			if err != nil {
+				return nil, err
+			}
+			appID = app.ID
+		} else {
+			name = model
+		}
+		a, err := k.Store.AgentGetByName(ctx, appID, name)
+		if errors.Is(err, store.ErrNotFound) {
 			return nil, ModelNotFound(model)
 		}
-		return a, err
-	}
-	entries, err := k.Models(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		if e.Model.ID == model {
-			// Used as activate uses it: a disabled agent or app is a 409.
-			return k.Apps.VisibleAgent(ctx, c, e.Agent.ID)
+		if err != nil {
+			return nil, err
 		}
+		id = a.ID
 	}
-	return nil, ModelNotFound(model)
+	// Used as activate uses it: another app than a bound key's is not
+	// found, a disabled agent or app is a 409.
+	a, err := k.Apps.VisibleAgent(ctx, c, id)
+	if errors.Is(err, apps.ErrAgentNotFound) || (err == nil && a.AgentTypeID != "llm") {
+		return nil, ModelNotFound(model)
+	}
+	return a, err
 }

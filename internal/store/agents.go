@@ -92,6 +92,19 @@ func (s *Store) AgentGet(ctx context.Context, id string) (*Agent, error) {
 	return &a, mapErr(err)
 }
 
+// AgentGetByName returns app appID's agent called name, or the system
+// agent called name when appID is empty; ErrNotFound otherwise.
+func (s *Store) AgentGetByName(ctx context.Context, appID, name string) (*Agent, error) {
+	var a Agent
+	q := `SELECT ` + agentColumns + ` FROM agents WHERE app_id = $1 AND name = $2`
+	args := []any{appID, name}
+	if appID == "" {
+		q, args = `SELECT `+agentColumns+` FROM agents WHERE app_id IS NULL AND is_system AND name = $1`, args[1:]
+	}
+	err := scanAgent(s.reader().QueryRowContext(ctx, q, args...), &a)
+	return &a, mapErr(err)
+}
+
 // AgentFilter selects the agents a caller sees.
 type AgentFilter struct {
 	// UserID: agents of that user's apps.

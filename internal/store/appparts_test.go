@@ -67,3 +67,29 @@ func TestAppPartList(t *testing.T) {
 		require.Empty(t, list(uuid.NewString()))
 	})
 }
+
+func TestAgentGetByName(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		u := newUser(t, s, "names@example.com", false)
+		one, two := newApp(t, s, u.ID, "one"), newApp(t, s, u.ID, "two")
+		a := newAgent(t, s, one, "triage", "")
+		newAgent(t, s, two, "triage", "")
+		sys := &store.Agent{ID: uuid.NewString(), Name: "assistant", AgentTypeID: "llm", Version: "1.0.0", TimeoutSeconds: 60,
+			Config: json.RawMessage(`{}`), CreatedAt: store.Now()}
+		require.NoError(t, s.AgentUpsertSystem(ctx, sys))
+
+		got, err := s.AgentGetByName(ctx, one.ID, "triage")
+		require.NoError(t, err)
+		require.Equal(t, a.ID, got.ID)
+		got, err = s.AgentGetByName(ctx, "", "assistant")
+		require.NoError(t, err)
+		require.Equal(t, sys.ID, got.ID)
+		for _, miss := range [][2]string{{one.ID, "assistant"}, {"", "triage"}, {one.ID, "nobody"}} {
+			_, err = s.AgentGetByName(ctx, miss[0], miss[1])
+			require.ErrorIs(t, err, store.ErrNotFound, miss)
+		}
+	})
+}
