@@ -278,6 +278,20 @@ func TestOpenAIErrors(t *testing.T) {
 		oe = requireOpenAIError(t, err, http.StatusBadRequest, "invalid_value")
 		require.Equal(t, "tools[0].type", oe.Param)
 
+		// A model named by the app's slug and a name that is not an LLM
+		// agent's is not a model; a disabled agent is one, refused.
+		slug, _, _ := strings.Cut(model, "/")
+		custom := e.do("POST", "/api/v1/apps/"+f.appID+"/agents", map[string]any{"name": "router", "agent_type_id": "custom",
+			"agent_config": map[string]any{"runtime": "javascript", "code": "export default () => ({ok: true})"}}, bearer(token)).expect(t, 201)
+		_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: slug + "/router", Messages: hello})
+		requireOpenAIError(t, err, http.StatusNotFound, "model_not_found")
+		_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: custom.str("agent_id"), Messages: hello})
+		requireOpenAIError(t, err, http.StatusNotFound, "model_not_found")
+		e.do("PATCH", "/api/v1/apps/"+f.appID+"/agents/"+f.agentID, map[string]any{"status": "disabled"}, bearer(token)).expect(t, 200)
+		_, err = client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{Model: model, Messages: hello})
+		requireOpenAIError(t, err, http.StatusConflict, "conflict")
+		e.do("PATCH", "/api/v1/apps/"+f.appID+"/agents/"+f.agentID, map[string]any{"status": "active"}, bearer(token)).expect(t, 200)
+
 		// A read-only key may list but not call.
 		ro := e.openaiClient(e.keyWith(token, "read:all"))
 		_, err = ro.Models.List(ctx)

@@ -94,11 +94,13 @@ func (k *Catalog) Resolve(ctx context.Context, c *auth.Caller, model string) (*s
 			name = model
 		}
 		a, err := k.Store.AgentGetByName(ctx, appID, name)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (a.AgentTypeID != "llm" || (inApp && !c.SeesApp(appID)))) {
 			return nil, ModelNotFound(model)
 		}
-		if err != nil {
-			return nil, err
+		if err != nil || inApp {
+			// The caller's own app's agent (AppGetBySlug read the caller's
+			// apps only): activating it checks the rest (disabled: 409).
+			return a, err
 		}
 		id = a.ID
 	}
