@@ -300,6 +300,18 @@ func mcpResult(res *mcp.CallToolResult) json.RawMessage {
 	return b
 }
 
+// MCPListError is why a server's tools could not be listed: connecting,
+// the server's answer or its authenticator's token. Its text names what
+// failed (the URL's secrets redacted), for the app's owner to read; any
+// other error of MCPServerTools is the platform's own.
+type MCPListError struct {
+	Server string
+	Err    error
+}
+
+func (e *MCPListError) Error() string { return "MCP server " + e.Server + ": " + e.Err.Error() }
+func (e *MCPListError) Unwrap() error { return e.Err }
+
 // MCPServerTools lists the tools of the MCP server named server in app
 // appID as userID's runs see them (the app page shows them): named
 // <server>_<tool>, with their descriptions and parameters. It connects,
@@ -314,7 +326,7 @@ func (k *Kit) MCPServerTools(ctx context.Context, userID, appID, server string) 
 	conn := k.connect(ctx, run, ms)
 	defer conn.close()
 	if conn.err != nil {
-		return nil, fmt.Errorf("MCP server %s: %w", server, conn.err)
+		return nil, &MCPListError{Server: server, Err: conn.err}
 	}
 	var logs []executor.LogLine
 	tools := mcpTools(&Spec{Type: KindMCP, Server: server}, conn, map[string]bool{}, &logs)

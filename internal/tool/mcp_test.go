@@ -170,6 +170,13 @@ func TestMCPToolListingFails(t *testing.T) {
 		require.Contains(t, set.Logs[0].Message, "MCP server local offers no tools to this run")
 		require.Contains(t, set.Logs[0].Message, "127.0.0.1", "the guard refused the address the name resolved to")
 		require.Zero(t, inside.Lists())
+
+		// Outside a run (the app page), the failure is the owner's to read.
+		_, err = k.MCPServerTools(context.Background(), w.user.ID, w.app.ID, "gone")
+		var le *tool.MCPListError
+		require.ErrorAs(t, err, &le)
+		require.Equal(t, "gone", le.Server)
+		require.ErrorContains(t, err, "MCP server gone: connecting to "+gone+" failed")
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/openaicompat"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/tool"
 )
 
 // The app page's last two sections: how clients reach the app (its MCP
@@ -129,11 +130,15 @@ func (p *Pages) mcpToolsFragment(w http.ResponseWriter, r *http.Request, c *auth
 		// caller's own: an admin looking at another user's app lists
 		// nothing with that user's connected accounts.
 		v.Error = "This MCP server is not in your app (any more): reload the page."
-	case err != nil:
-		// The lister's errors say what failed in the connection, for
-		// the app's owner (tool.Kit: the URL redacted).
+	case errors.As(err, new(*tool.MCPListError)):
+		// What failed in the connection, for the app's owner (the URL's
+		// secrets redacted).
 		p.Log.Info("web: MCP server tools", "app_id", app.ID, "server", ms.Name, "err", err)
 		v.Error = err.Error()
+	case err != nil:
+		// The platform's own failure (its database): not the owner's to read.
+		p.Log.Error("web: MCP server tools", "app_id", app.ID, "server", ms.Name, "err", err)
+		v.Error = "The platform could not list them: try again later."
 	}
 	for _, t := range tools {
 		v.Tools = append(v.Tools, mcpToolView{Name: t.Name, Description: t.Description, Parameters: indented(t.Parameters)})
