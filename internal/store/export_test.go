@@ -61,3 +61,12 @@ func (s *Store) MigrateRiverTo(ctx context.Context, log *slog.Logger, target int
 // OnCommit runs fn once tx has committed, among the store's own work after
 // the commit (the activation cache's updates), before InTx returns.
 func (s *Store) OnCommit(fn func()) { s.onCommit(fn) }
+
+// UsageDailyTotals sums a user's daily usage rows of day: calls, input and
+// output tokens, cost and unpriced calls.
+func (s *Store) UsageDailyTotals(ctx context.Context, userID, day string) (sums [5]int64, rows int, err error) {
+	err = s.reader().QueryRowContext(ctx, `SELECT COALESCE(SUM(calls), 0), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
+		COALESCE(SUM(cost_micro_usd), 0), COALESCE(SUM(unpriced_calls), 0), COUNT(*) FROM usage_daily WHERE user_id = $1 AND day = $2`,
+		userID, day).Scan(&sums[0], &sums[1], &sums[2], &sums[3], &sums[4], &rows)
+	return sums, rows, err
+}

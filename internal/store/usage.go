@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+)
+
+// UsageRecord is the usage of one LLM call (DESIGN §4 "Usage, cost and
+// budgets"): who spent it, through what, and what it cost.
+type UsageRecord struct {
+	ID           string
+	UserID       string
+	AppID        string // "": none (a system agent's run)
+	AgentID      string
+	ActivationID string
+	// StepIndex is the journal step whose answer this is; nil for a call
+	// outside the journal (a plain completion's, ctx.llm.complete's).
+	StepIndex *int
+	APIKeyID  int64 // 0: not made with an API key
+	Provider  string
+	Model     string
+	// InputTokens include the cached ones (CacheReadTokens, and
+	// CacheWriteTokens where a provider reports them apart), as the
+	// OpenTelemetry GenAI conventions count them.
+	InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens int64
+	CostMicroUSD                                                 *int64 // nil: the model has no price
+	CreatedAt                                                    time.Time
+}
+
+// UsageDay is the UTC day a record counts for in the daily sums.
+func UsageDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+// usageShards is how many daily rows one account's calls of a kind spread
+// over on PostgreSQL, where concurrent transactions adding to one row
+// would wait for each other's commits.
+const usageShards = 8
+
+// UsageInsert adds records to the ledger and to the daily sums. Call it in
+// the transaction that records the calls' answers: a record of a journal
+// step that is already in the ledger is ErrConflict.
+func (s *Store) UsageInsert(ctx context.Context, recs ...*UsageRecord) error {
+	for _, r := range recs {
+		var step, key, cost any
+		if r.StepIndex != nil {
+			step = *r.StepIndex
+		}
+		if r.APIKeyID != 0 {
+			key = r.APIKeyID
+		}
+		priced, unpriced := int64(0), 0
+		if r.CostMicroUSD != nil {
+			cost, priced = *r.CostMicroUSD, *r.CostMicroUSD
+		} else {
+			unpriced = 1
+		}
+		if _, err := s.writer().ExecContext(ctx, `INSERT INTO usage_records (id, user_id, app_id, agent_id, activation_id, step_index,
+			api_key_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+			r.ID, r.UserID, nullable(r.AppID), nullable(r.AgentID), nullable(r.ActivationID), step, key, r.Provider, r.Model,
+			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, cost, s.ts(r.CreatedAt)); err != nil {
+			return mapErr(err)
+		}
+		shard := 0
+		if s.d.multiNode() {
+			shard = rand.IntN(usageShards)
+		}
+		if _, err := s.writer().ExecContext(ctx, `INSERT INTO usage_daily (user_id, day, app_id, agent_id, api_key_id, provider, model, shard,
+			calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, unpriced_calls)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $10, $11, $12, $13, $14)
+			ON CONFLICT (user_id, day, app_id, agent_id, api_key_id, provider, model, shard) DO UPDATE SET
+				calls = usage_daily.calls + 1,
+				input_tokens = usage_daily.input_tokens + excluded.input_tokens,
+				output_tokens = usage_daily.output_tokens + excluded.output_tokens,
+				cache_read_tokens = usage_daily.cache_read_tokens + excluded.cache_read_tokens,
+				cache_write_tokens = usage_daily.cache_write_tokens + excluded.cache_write_tokens,
+				cost_micro_usd = usage_daily.cost_micro_usd + excluded.cost_micro_usd,
+				unpriced_calls = usage_daily.unpriced_calls + excluded.unpriced_calls`,
+			r.UserID, UsageDay(r.CreatedAt), r.AppID, r.AgentID, r.APIKeyID, r.Provider, r.Model, shard,
+			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, priced, unpriced); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,44 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+func TestUsageInsert(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		act := newRunningActivation(t, s, "w1")
+		day := time.Date(2026, 11, 27, 23, 59, 0, 0, time.UTC)
+		rec := func(step *int, cost *int64, at time.Time) *store.UsageRecord {
+			return &store.UsageRecord{ID: uuid.NewString(), UserID: act.UserID, AppID: act.AppID, AgentID: act.AgentID,
+				ActivationID: act.ID, StepIndex: step, APIKeyID: 7, Provider: "openai", Model: "gpt-5-mini",
+				InputTokens: 100, OutputTokens: 20, CacheReadTokens: 40, CostMicroUSD: cost, CreatedAt: at}
+		}
+		zero, one, price := 0, 1, int64(55)
+		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error {
+			return tx.UsageInsert(ctx, rec(&zero, &price, day), rec(&one, nil, day))
+		}))
+		require.NoError(t, s.UsageInsert(ctx, rec(nil, &price, day), rec(nil, &price, day.Add(time.Minute))))
+		err := s.InTx(ctx, func(tx *store.Store) error { return tx.UsageInsert(ctx, rec(&zero, &price, day)) })
+		require.ErrorIs(t, err, store.ErrConflict, "a step's usage is in the ledger once")
+
+		sums, rows, err := s.UsageDailyTotals(ctx, act.UserID, "2026-11-27")
+		require.NoError(t, err)
+		require.Equal(t, [5]int64{3, 300, 60, 110, 1}, sums, "calls, input, output, cost, unpriced of the day")
+		require.GreaterOrEqual(t, rows, 1)
+		sums, _, err = s.UsageDailyTotals(ctx, act.UserID, "2026-11-28")
+		require.NoError(t, err)
+		require.Equal(t, [5]int64{1, 100, 20, 55, 0}, sums, "a call after midnight UTC counts for the next day")
+		require.Equal(t, "2026-11-27", store.UsageDay(time.Date(2026, 11, 28, 0, 30, 0, 0, time.FixedZone("x", 3600))), "days are UTC days")
+	})
+}
