@@ -204,7 +204,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	a = &store.Activation{
 		ID: uuid.Must(uuid.NewV7()).String(), UserID: c.UserID, AppID: agent.AppID, AgentID: agent.ID,
 		Status: store.StatusQueued, InputData: r.InputData, Priority: r.Priority, CreatedAt: s.now(),
-		IdempotencyKey: r.IdempotencyKey, RequestHash: hash,
+		IdempotencyKey: r.IdempotencyKey, RequestHash: hash, APIKeyID: c.KeyID,
 	}
 	a.Context, _ = json.Marshal(r.Context)
 	a.Metadata, _ = json.Marshal(r.Metadata)

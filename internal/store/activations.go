@@ -51,22 +51,26 @@ type Activation struct {
 	// tool_calls, expires_at}) while a running activation waits for an
 	// answer and holds no worker; nil otherwise.
 	Waiting json.RawMessage
+	// APIKeyID is the API key that created the activation (0: a session,
+	// or none), to whose usage and budgets its LLM calls count.
+	APIKeyID int64
 }
 
 const activationColumns = `id, user_id, app_id, agent_id, status, input_data, context, metadata, priority, chat_id,
 	output_data, error, created_at, started_at, completed_at, duration_ms, attempt, worker_id,
-	idempotency_key, request_hash, cancel_requested, waiting`
+	idempotency_key, request_hash, cancel_requested, waiting, api_key_id`
 
 func scanActivation(row interface{ Scan(...any) error }, a *Activation) error {
 	var appID, chatID, workerID, idemKey, reqHash, errText sql.NullString
 	var input, ctxJSON, meta, output, waiting []byte
 	var started, completed sql.NullTime
-	var duration sql.NullInt64
+	var duration, keyID sql.NullInt64
 	if err := row.Scan(&a.ID, &a.UserID, &appID, &a.AgentID, &a.Status, &input, &ctxJSON, &meta, &a.Priority, &chatID,
 		&output, &errText, &a.CreatedAt, &started, &completed, &duration, &a.Attempt, &workerID,
-		&idemKey, &reqHash, &a.CancelRequested, &waiting); err != nil {
+		&idemKey, &reqHash, &a.CancelRequested, &waiting, &keyID); err != nil {
 		return err
 	}
+	a.APIKeyID = keyID.Int64
 	a.AppID, a.ChatID, a.WorkerID = appID.String, chatID.String, workerID.String
 	a.IdempotencyKey, a.RequestHash = idemKey.String, reqHash.String
 	a.InputData, a.Context, a.Metadata, a.Waiting = input, ctxJSON, meta, nullJSON(waiting)
@@ -83,6 +87,14 @@ func scanActivation(row interface{ Scan(...any) error }, a *Activation) error {
 	return nil
 }
 
+// nullableID is an optional id: 0 is NULL.
+func nullableID(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
+}
+
 func jsonOr(raw json.RawMessage, empty string) string {
 	if len(raw) == 0 {
 		return empty
@@ -97,12 +109,12 @@ func (s *Store) ActivationCreate(ctx context.Context, a *Activation) error {
 	var row Activation
 	err := scanActivation(s.writer().QueryRowContext(ctx, `INSERT INTO activations
 		(id, user_id, app_id, agent_id, status, input_data, context, metadata, priority, chat_id, created_at, idempotency_key, request_hash,
-		 started_at, worker_id, attempt)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+		 started_at, worker_id, attempt, api_key_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
 		RETURNING `+activationColumns,
 		a.ID, a.UserID, nullable(a.AppID), a.AgentID, a.Status, jsonOr(a.InputData, "{}"), jsonOr(a.Context, "{}"),
 		jsonOr(a.Metadata, "{}"), a.Priority, nullable(a.ChatID), s.ts(a.CreatedAt), nullable(a.IdempotencyKey), nullable(a.RequestHash),
-		s.tsPtr(a.StartedAt), nullable(a.WorkerID), a.Attempt), &row)
+		s.tsPtr(a.StartedAt), nullable(a.WorkerID), a.Attempt, nullableID(a.APIKeyID)), &row)
 	if err != nil {
 		return mapErr(err)
 	}

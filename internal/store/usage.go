@@ -41,12 +41,9 @@ const usageShards = 8
 // step that is already in the ledger is ErrConflict.
 func (s *Store) UsageInsert(ctx context.Context, recs ...*UsageRecord) error {
 	for _, r := range recs {
-		var step, key, cost any
+		var step, cost any
 		if r.StepIndex != nil {
 			step = *r.StepIndex
-		}
-		if r.APIKeyID != 0 {
-			key = r.APIKeyID
 		}
 		priced, unpriced := int64(0), 0
 		if r.CostMicroUSD != nil {
@@ -57,7 +54,7 @@ func (s *Store) UsageInsert(ctx context.Context, recs ...*UsageRecord) error {
 		if _, err := s.writer().ExecContext(ctx, `INSERT INTO usage_records (id, user_id, app_id, agent_id, activation_id, step_index,
 			api_key_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, created_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-			r.ID, r.UserID, nullable(r.AppID), nullable(r.AgentID), nullable(r.ActivationID), step, key, r.Provider, r.Model,
+			r.ID, r.UserID, nullable(r.AppID), nullable(r.AgentID), nullable(r.ActivationID), step, nullableID(r.APIKeyID), r.Provider, r.Model,
 			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, cost, s.ts(r.CreatedAt)); err != nil {
 			return mapErr(err)
 		}

@@ -39,6 +39,17 @@ func TestUsageInsert(t *testing.T) {
 		sums, _, err = s.UsageDailyTotals(ctx, act.UserID, "2026-11-28")
 		require.NoError(t, err)
 		require.Equal(t, [5]int64{1, 100, 20, 55, 0}, sums, "a call after midnight UTC counts for the next day")
+		// The key an activation was made with is kept with it.
+		keyed := &store.Activation{ID: uuid.NewString(), UserID: act.UserID, AppID: act.AppID, AgentID: act.AgentID,
+			Status: store.StatusQueued, CreatedAt: store.Now(), APIKeyID: 7}
+		require.NoError(t, s.ActivationCreate(ctx, keyed))
+		got, err := s.ActivationGet(ctx, keyed.ID)
+		require.NoError(t, err)
+		require.EqualValues(t, 7, got.APIKeyID)
+		got, err = s.ActivationGet(ctx, act.ID)
+		require.NoError(t, err)
+		require.Zero(t, got.APIKeyID)
+
 		require.Equal(t, "2026-11-27", store.UsageDay(time.Date(2026, 11, 28, 0, 30, 0, 0, time.FixedZone("x", 3600))), "days are UTC days")
 	})
 }
