@@ -269,3 +269,46 @@ func TestMCPCancelledCallCancelsTheRun(t *testing.T) {
 		require.Equal(t, "mcp", done.JSON["context"].(map[string]any)["source"])
 	})
 }
+
+// TestMCPProgressComesAtOnce: a call's progress notifications reach the
+// client while the run goes on, not with its answer (the event stream is
+// flushed through the router's writer).
+func TestMCPProgressComesAtOnce(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		release := make(chan struct{})
+		outside := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}))
+		tok := e.signup("ada@example.com")
+		slow := e.jsAgent(tok, fmt.Sprintf(`async function run(input, ctx) { await ctx.http.fetch(%q); return "done"; }`, outside.URL+"/wait"), 60)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		progressed := make(chan string, 4)
+		cs, err := e.mcpSession(ctx, "/api/v1/apps/"+slow.appID+"/mcp", tok, &mcp.ClientOptions{
+			ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) { progressed <- r.Params.Message }})
+		require.NoError(t, err)
+		defer cs.Close()
+		called := make(chan error, 1)
+		go func() {
+			params := &mcp.CallToolParams{Name: "script", Arguments: map[string]any{}}
+			params.SetProgressToken("p")
+			_, err := cs.CallTool(ctx, params)
+			called <- err
+		}()
+		select {
+		case msg := <-progressed:
+			require.Contains(t, msg, "Activation ")
+		case err := <-called:
+			t.Fatalf("the call ended (%v) before any progress came", err)
+		case <-time.After(15 * time.Second):
+			t.Fatal("no progress while the run goes on")
+		}
+		close(release)
+		require.NoError(t, <-called)
+	})
+}

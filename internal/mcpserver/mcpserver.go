@@ -169,9 +169,13 @@ func (w *rpcErrors) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Flush sends what the SDK wrote so far (a progress notification before
+// the call's answer). The writer beneath is the router's, which flushes
+// through its Unwrap: asking it for http.Flusher directly finds none, and
+// the notifications waited for the answer.
 func (w *rpcErrors) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok && w.status == 0 {
-		f.Flush()
+	if w.status == 0 {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
 	}
 }
 
