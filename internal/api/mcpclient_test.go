@@ -156,24 +156,17 @@ func TestMCPToolRun(t *testing.T) {
 		require.ElementsMatch(t, []string{id + ":c1", id + ":c2", id + ":c3"}, srv.Keys(), "c1 and c2 run at once")
 
 		// A server gone, then answering garbage, mid-run.
-		srv.SetDown(true)
-		f.fake.Queue(llmtest.Reply{ToolCalls: []llm.ToolCall{call("c1", "docs_echo", `{"text":"x"}`)}}, llmtest.Reply{Text: "done"})
-		id = f.start(clerk, "go")
-		done = f.await(f.tok, id)
-		require.Equal(t, "completed", done.str("status"), done.Body)
-		st = steps(f.env, f.tok, id)
-		require.Equal(t, "tool:failed", kinds(st)[1])
-		require.Contains(t, st[1]["error"], "MCP server docs: calling echo failed")
-		srv.SetDown(false)
-		srv.SetGarbage(true)
-		f.fake.Queue(llmtest.Reply{ToolCalls: []llm.ToolCall{call("c1", "docs_echo", `{"text":"x"}`)}}, llmtest.Reply{Text: "done"})
-		id = f.start(clerk, "go")
-		done = f.await(f.tok, id)
-		require.Equal(t, "completed", done.str("status"), done.Body)
-		st = steps(f.env, f.tok, id)
-		require.Equal(t, "tool:failed", kinds(st)[1])
-		require.Contains(t, st[1]["error"], "MCP server docs: calling echo failed")
-		srv.SetGarbage(false)
+		for _, broken := range []func(bool){srv.SetDown, srv.SetGarbage} {
+			broken(true)
+			f.fake.Queue(llmtest.Reply{ToolCalls: []llm.ToolCall{call("c1", "docs_echo", `{"text":"x"}`)}}, llmtest.Reply{Text: "done"})
+			id = f.start(clerk, "go")
+			done = f.await(f.tok, id)
+			require.Equal(t, "completed", done.str("status"), done.Body)
+			st = steps(f.env, f.tok, id)
+			require.Equal(t, "tool:failed", kinds(st)[1])
+			require.Contains(t, st[1]["error"], "MCP server docs: calling echo failed")
+			broken(false)
+		}
 
 		// Filtered.
 		_, only := f.mcpApp(map[string]string{"docs": srv.URL}, map[string]any{"type": "mcp", "server": "docs", "tools": []any{"echo"}})

@@ -394,16 +394,23 @@ func TestOpenAICallerTools(t *testing.T) {
 		// Streamed, the calls come in the last chunk.
 		fake.Queue(llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "call_2", Name: "get_weather", Arguments: `{"city":"Oslo"}`}}})
 		params.Messages = params.Messages[:1]
-		stream := client.Chat.Completions.NewStreaming(ctx, params)
-		acc := openai.ChatCompletionAccumulator{}
-		for stream.Next() {
-			acc.AddChunk(stream.Current())
-		}
-		require.NoError(t, stream.Err())
+		acc := streamed(t, client, ctx, params)
 		require.Equal(t, "tool_calls", acc.Choices[0].FinishReason)
 		require.Len(t, acc.Choices[0].Message.ToolCalls, 1)
 		require.Equal(t, "call_2", acc.Choices[0].Message.ToolCalls[0].ID)
 		require.JSONEq(t, `{"city":"Oslo"}`, acc.Choices[0].Message.ToolCalls[0].Function.Arguments)
 		// An agent with tools of its own: TestOpenAIOwnAndCallerTools.
 	})
+}
+
+// streamed is a streamed completion as the SDK puts its chunks together.
+func streamed(t *testing.T, client *openai.Client, ctx context.Context, params openai.ChatCompletionNewParams) openai.ChatCompletionAccumulator {
+	t.Helper()
+	stream := client.Chat.Completions.NewStreaming(ctx, params)
+	acc := openai.ChatCompletionAccumulator{}
+	for stream.Next() {
+		acc.AddChunk(stream.Current())
+	}
+	require.NoError(t, stream.Err())
+	return acc
 }

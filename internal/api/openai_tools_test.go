@@ -101,12 +101,7 @@ func TestOpenAIOwnAndCallerTools(t *testing.T) {
 		// Streamed, the caller's calls come in the last chunk as well.
 		fake.Queue(llmtest.Reply{ToolCalls: []llm.ToolCall{{ID: "call_3", Name: "get_weather", Arguments: `{"city":"Rome"}`}}})
 		params.Messages = params.Messages[:1]
-		stream := client.Chat.Completions.NewStreaming(ctx, params)
-		acc := openai.ChatCompletionAccumulator{}
-		for stream.Next() {
-			acc.AddChunk(stream.Current())
-		}
-		require.NoError(t, stream.Err())
+		acc := streamed(t, client, ctx, params)
 		require.Equal(t, "tool_calls", acc.Choices[0].FinishReason)
 		require.Equal(t, "call_3", acc.Choices[0].Message.ToolCalls[0].ID)
 
