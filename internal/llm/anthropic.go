@@ -194,9 +194,12 @@ func (c *anthropicClient) Complete(ctx context.Context, req Request) (*Response,
 			calls = append(calls, ToolCall{ID: b.ID, Name: b.Name, Arguments: cmp(string(b.Input), "{}")})
 		}
 	}
-	in, out := int(msg.Usage.InputTokens), int(msg.Usage.OutputTokens)
+	// Anthropic's input_tokens leave out the cache's: they are added, so
+	// that input counts every token of the prompt as OpenAI's does.
+	read, write := int(msg.Usage.CacheReadInputTokens), int(msg.Usage.CacheCreationInputTokens)
+	in, out := int(msg.Usage.InputTokens)+read+write, int(msg.Usage.OutputTokens)
 	res := &Response{Text: text.String(), Model: string(msg.Model), Provider: c.id, FinishReason: finishReason(msg.StopReason),
-		Usage: Usage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out}}
+		Usage: Usage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out, CacheReadTokens: read, CacheWriteTokens: write}}
 	return res.withCalls(calls), nil
 }
 

@@ -109,11 +109,20 @@ type Request struct {
 	OnDelta func(text string)
 }
 
-// Usage counts tokens.
+// Usage counts tokens. PromptTokens include the cached ones, read or
+// written, as the OpenTelemetry GenAI conventions count input tokens
+// (gen_ai.usage.input_tokens): OpenAI's prompt_tokens already do, and
+// Anthropic's input_tokens, which do not, get its cache tokens added.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// CacheReadTokens were read from the provider's prompt cache (OpenAI's
+	// prompt_tokens_details.cached_tokens, Anthropic's
+	// cache_read_input_tokens); CacheWriteTokens were written to it
+	// (Anthropic's cache_creation_input_tokens). 0 where not reported.
+	CacheReadTokens  int `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
 // Response is a completion's result.

@@ -137,8 +137,7 @@ func (c *openAIClient) Complete(ctx context.Context, req Request) (*Response, er
 		calls = append(calls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	out := &Response{Model: res.Model, Provider: c.id, Text: msg.Content,
-		FinishReason: res.Choices[0].FinishReason, Usage: Usage{PromptTokens: int(res.Usage.PromptTokens),
-			CompletionTokens: int(res.Usage.CompletionTokens), TotalTokens: int(res.Usage.TotalTokens)}}
+		FinishReason: res.Choices[0].FinishReason, Usage: openAIUsage(res.Usage)}
 	return out.withCalls(calls), nil
 }
 
@@ -158,8 +157,7 @@ func (c *openAIClient) stream(ctx context.Context, req Request, p openai.ChatCom
 			out.Model = chunk.Model
 		}
 		if chunk.JSON.Usage.Valid() {
-			u := chunk.Usage
-			out.Usage = Usage{PromptTokens: int(u.PromptTokens), CompletionTokens: int(u.CompletionTokens), TotalTokens: int(u.TotalTokens)}
+			out.Usage = openAIUsage(chunk.Usage)
 		}
 		if len(chunk.Choices) == 0 {
 			continue
@@ -258,3 +256,9 @@ func (cfg Config) httpClient() *http.Client {
 }
 
 var defaultHTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
+// openAIUsage is an answer's usage; prompt_tokens include the cached ones.
+func openAIUsage(u openai.CompletionUsage) Usage {
+	return Usage{PromptTokens: int(u.PromptTokens), CompletionTokens: int(u.CompletionTokens), TotalTokens: int(u.TotalTokens),
+		CacheReadTokens: int(u.PromptTokensDetails.CachedTokens)}
+}

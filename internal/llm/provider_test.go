@@ -3,6 +3,7 @@ package llm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -91,6 +92,34 @@ func TestProvidersSendEverythingAndAnswer(t *testing.T) {
 				require.Equal(t, history(nil).Messages, r.Messages)
 				require.Equal(t, streaming, r.Stream)
 				require.Equal(t, f.auth, r.Auth)
+			})
+		}
+	}
+}
+
+// TestProvidersReportCacheTokens: cache tokens come back where providers
+// report them, and input counts them as the OTel GenAI conventions do:
+// OpenAI's prompt_tokens hold the cached ones already, Anthropic's
+// input_tokens do not and get its cache reads and writes added.
+func TestProvidersReportCacheTokens(t *testing.T) {
+	t.Parallel()
+	for _, f := range fakes {
+		for _, streaming := range []bool{false, true} {
+			t.Run(fmt.Sprint(f.typ, streaming), func(t *testing.T) {
+				t.Parallel()
+				s := f.server(t)
+				s.Queue(llmtest.Reply{Text: "alpha beta gamma delta", CacheRead: 100, CacheWrite: 20})
+				req := history(nil)
+				if streaming {
+					req.OnDelta = func(string) {}
+				}
+				res, err := client(t, f, s).Complete(t.Context(), req)
+				require.NoError(t, err)
+				want := llm.Usage{PromptTokens: 9 + 100, CompletionTokens: 4, TotalTokens: 113, CacheReadTokens: 100}
+				if f.typ == llm.TypeAnthropic {
+					want = llm.Usage{PromptTokens: 9 + 100 + 20, CompletionTokens: 4, TotalTokens: 133, CacheReadTokens: 100, CacheWriteTokens: 20}
+				}
+				require.Equal(t, want, res.Usage)
 			})
 		}
 	}

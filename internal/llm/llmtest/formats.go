@@ -144,9 +144,23 @@ func (openAI) writeError(w http.ResponseWriter, status int, message string) {
 		"message": errorMessage(status, message), "type": typ, "param": nil, "code": nil}})
 }
 
-func openAIUsage(rec Recorded, completionWords int) map[string]any {
-	p, c := promptWords(rec), completionWords
-	return map[string]any{"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+func openAIUsage(rec Recorded, reply Reply, completionWords int) map[string]any {
+	p, c := promptWords(rec)+reply.CacheRead, completionWords
+	u := map[string]any{"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+	if reply.CacheRead > 0 {
+		u["prompt_tokens_details"] = map[string]any{"cached_tokens": reply.CacheRead}
+	}
+	return u
+}
+
+// anthropicUsage is the usage of an Anthropic answer: input_tokens leave
+// out the cache's.
+func anthropicUsage(rec Recorded, reply Reply, outputTokens int) map[string]any {
+	u := map[string]any{"input_tokens": promptWords(rec), "output_tokens": outputTokens}
+	if reply.CacheRead > 0 || reply.CacheWrite > 0 {
+		u["cache_read_input_tokens"], u["cache_creation_input_tokens"] = reply.CacheRead, reply.CacheWrite
+	}
+	return u
 }
 
 // finish is the finish reason of a reply, in OpenAI's words.
@@ -173,7 +187,7 @@ func (openAI) writeJSON(w http.ResponseWriter, rec Recorded, reply Reply) {
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "chatcmpl-llmtest", "object": "chat.completion", "created": time.Now().Unix(), "model": rec.Model,
 		"choices": []any{map[string]any{"index": 0, "finish_reason": reply.finish(), "logprobs": nil, "message": msg}},
-		"usage":   openAIUsage(rec, reply.words()),
+		"usage":   openAIUsage(rec, reply, reply.words()),
 	})
 }
 
@@ -208,7 +222,7 @@ func (openAI) writeStream(w http.ResponseWriter, rec Recorded, reply Reply, paus
 	sse(w, "", chunk(map[string]any{}, reply.finish()))
 	// The usage chunk has no choices, as with stream_options.include_usage.
 	sse(w, "", map[string]any{"id": "chatcmpl-llmtest", "object": "chat.completion.chunk", "created": created,
-		"model": rec.Model, "choices": []any{}, "usage": openAIUsage(rec, words)})
+		"model": rec.Model, "choices": []any{}, "usage": openAIUsage(rec, reply, words)})
 	_, _ = w.Write([]byte("data: [DONE]\n\n"))
 }
 
@@ -374,7 +388,7 @@ func (anthropic) writeJSON(w http.ResponseWriter, rec Recorded, reply Reply) {
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"id": "msg_llmtest", "type": "message", "role": "assistant", "model": rec.Model,
 		"content": content, "stop_reason": reply.stopReason(), "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": promptWords(rec), "output_tokens": reply.words()},
+		"usage": anthropicUsage(rec, reply, reply.words()),
 	})
 }
 
@@ -382,7 +396,7 @@ func (anthropic) writeStream(w http.ResponseWriter, rec Recorded, reply Reply, p
 	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": "msg_llmtest", "type": "message", "role": "assistant", "model": rec.Model, "content": []any{},
 		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": promptWords(rec), "output_tokens": 1}}})
+		"usage": anthropicUsage(rec, reply, 1)}})
 	index := 0 // of the content block
 	delta := func(d map[string]any) {
 		sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": d})

@@ -59,6 +59,12 @@ type Recorded struct {
 type Reply struct {
 	Text      string
 	ToolCalls []llm.ToolCall
+	// CacheRead and CacheWrite are the prompt-cache tokens the answer
+	// reports, each as its provider does: OpenAI's cached_tokens within
+	// prompt_tokens (which grow by CacheRead; it has no cache writes),
+	// Anthropic's cache_read_input_tokens and cache_creation_input_tokens
+	// beside input_tokens.
+	CacheRead, CacheWrite int
 }
 
 // words is how many words the fake counts for the answer as tokens: its
