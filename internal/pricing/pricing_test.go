@@ -1,0 +1,55 @@
+package pricing_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/pricing"
+)
+
+func TestLookupExactThenLongestDatedPrefix(t *testing.T) {
+	for model, want := range map[string]string{
+		"gpt-4o":                     "gpt-4o",
+		"gpt-4o-2024-08-06":          "gpt-4o",
+		"gpt-4o-mini-2024-07-18":     "gpt-4o-mini",
+		"claude-sonnet-4-5-20250929": "claude-sonnet-4-5",
+		"claude-sonnet-4-20250514":   "claude-sonnet-4",
+		"claude-opus-4-5-20251101":   "claude-opus-4-5",
+		"o3-mini-2025-01-31":         "o3-mini",
+	} {
+		got, ok := pricing.Defaults.Lookup(model)
+		require.True(t, ok, model)
+		require.Equal(t, pricing.Defaults[want], got, model)
+	}
+	for _, model := range []string{"echo", "gpt-4ox", "llama3", "o", "claude", "", "openai/gpt-4o"} {
+		_, ok := pricing.Defaults.Lookup(model)
+		require.False(t, ok, model)
+	}
+}
+
+func TestCost(t *testing.T) {
+	// gpt-4o: $2.50 in, $1.25 cached, $10 out per million: 1000 input of
+	// which 400 cached, 200 output.
+	c := pricing.CostOf("openai", nil, "gpt-4o-2024-08-06", pricing.Tokens{Input: 1000, CacheRead: 400, Output: 200})
+	require.NotNil(t, c)
+	require.Equal(t, int64(600*2.5+400*1.25+200*10), *c)
+
+	// Anthropic's cache writes at their price: $3 in, $0.30 read, $3.75 write, $15 out.
+	c = pricing.CostOf("anthropic", nil, "claude-sonnet-4-5", pricing.Tokens{Input: 1300, CacheRead: 200, CacheWrite: 100, Output: 10})
+	require.Equal(t, int64(1000*3+200*0.3+100*3.75+10*15), *c)
+
+	// Unknown model: no cost, not 0.
+	require.Nil(t, pricing.CostOf("openai", nil, "my-finetune", pricing.Tokens{Input: 10}))
+	// Echo: unpriced whatever the model, unless its provider prices it.
+	require.Nil(t, pricing.CostOf("echo", nil, "gpt-4o", pricing.Tokens{Input: 10}))
+	own := pricing.Table{"echo": {Input: 1, Output: 2}}
+	require.Equal(t, int64(10*1+5*2), *pricing.CostOf("echo", own, "echo", pricing.Tokens{Input: 10, Output: 5}))
+
+	// A provider's price wins over the default; cache reads without a
+	// price of their own cost the input price.
+	own = pricing.Table{"gpt-4o": {Input: 1, Output: 1}}
+	require.Equal(t, int64(100+50), *pricing.CostOf("openai", own, "gpt-4o", pricing.Tokens{Input: 100, CacheRead: 60, Output: 50}))
+	// Rounded to the micro-USD.
+	require.Equal(t, int64(1), *pricing.CostOf("openai", nil, "gpt-5-nano", pricing.Tokens{Input: 10})) // 0.5
+}
