@@ -181,6 +181,11 @@ func TestLLMProviderValidation(t *testing.T) {
 			{with("models", "a"), 400, "models"},
 			{with("models", []string{"a", ""}), 400, "models[1]"},
 			{with("is_default", "yes"), 400, "is_default"},
+			{with("prices", map[string]any{"gpt-4o": map[string]any{"input": -1, "output": 2}}), 400, "prices.gpt-4o.input"},
+			{with("prices", map[string]any{"gpt-4o": map[string]any{"input": 1, "output": "2"}}), 400, "prices.gpt-4o.output"},
+			{with("prices", map[string]any{"m": map[string]any{"input": 1, "output": 2, "cache_read": -0.5}}), 400, "prices.m.cache_read"},
+			{with("prices", map[string]any{"m": map[string]any{"output": 2}}), 400, "prices.m.input"},
+			{with("prices", []any{1}), 400, "prices"},
 			{ok, 409, "dup"},
 		}
 		for _, tc := range cases {
@@ -238,6 +243,29 @@ func TestAppModelProviders(t *testing.T) {
 // TestActivationUsesUserProvider proves the wiring end to end: an agent that
 // names a user's provider calls that provider's server with the agent's
 // model, temperature, system prompt and max_tokens and the stored key.
+// TestLLMProviderPrices: a provider's prices are kept and shown as given,
+// and a patch replaces them.
+func TestLLMProviderPrices(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		alice := e.signup("alice@example.com")
+		prices := map[string]any{"gpt-4o": map[string]any{"input": 2.5, "output": 10, "cache_read": 1.25}, "local": map[string]any{"input": 0, "output": 0}}
+		r := e.do("POST", providersPath, map[string]any{"name": "p", "provider_type": "openai", "prices": prices}, bearer(alice)).expect(t, 201)
+		require.Equal(t, map[string]any{"input": 0.0, "output": 0.0}, r.JSON["prices"].(map[string]any)["local"])
+		id := r.str("id")
+		got := e.do("GET", providersPath+"/"+id, nil, bearer(alice)).expect(t, 200).JSON["prices"].(map[string]any)
+		require.Equal(t, map[string]any{"input": 2.5, "output": 10.0, "cache_read": 1.25}, got["gpt-4o"])
+		// A patch without prices keeps them; with prices replaces them.
+		e.do("PATCH", providersPath+"/"+id, map[string]any{"name": "q"}, bearer(alice)).expect(t, 200)
+		require.Len(t, e.do("GET", providersPath+"/"+id, nil, bearer(alice)).JSON["prices"], 2)
+		r = e.do("PATCH", providersPath+"/"+id, map[string]any{"prices": map[string]any{}}, bearer(alice)).expect(t, 200)
+		require.Empty(t, r.JSON["prices"])
+		// The system providers have none of their own.
+		require.Empty(t, e.do("GET", providersPath+"/echo", nil, bearer(alice)).expect(t, 200).JSON["prices"])
+	})
+}
+
 func TestActivationUsesUserProvider(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/agentplatform/agentplatform/internal/pricing"
 )
 
 // MaxResponseBytes bounds what is read of one provider answer: a JSON
@@ -125,6 +127,12 @@ type Usage struct {
 	CacheWriteTokens int `json:"cache_write_tokens,omitempty"`
 }
 
+// Tokens are u as package pricing counts them.
+func (u Usage) Tokens() pricing.Tokens {
+	return pricing.Tokens{Input: int64(u.PromptTokens), Output: int64(u.CompletionTokens),
+		CacheRead: int64(u.CacheReadTokens), CacheWrite: int64(u.CacheWriteTokens)}
+}
+
 // Response is a completion's result.
 type Response struct {
 	Text         string
@@ -132,6 +140,10 @@ type Response struct {
 	Provider     string // the provider id, e.g. "echo", "openai", a user provider's id
 	FinishReason string // "tool_calls" when ToolCalls is not empty
 	Usage        Usage
+	// CostMicroUSD is what the answer cost at its provider's prices
+	// (package pricing); nil when its model has no price. The Service's
+	// clients set it; a bare client leaves it nil.
+	CostMicroUSD *int64
 	// ToolCalls are the calls the model asked for, in its order.
 	ToolCalls []ToolCall
 }

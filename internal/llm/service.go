@@ -2,8 +2,11 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,6 +19,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/metrics"
+	"github.com/agentplatform/agentplatform/internal/pricing"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
@@ -68,8 +72,10 @@ type Provider struct {
 	DefaultModel string
 	IsDefault    bool
 	IsSystem     bool
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Prices are the provider's own, over pricing.Defaults; nil for none.
+	Prices    pricing.Table
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Resolved is the provider an activation calls.
@@ -125,7 +131,7 @@ func NewService(st *store.Store, secrets *secret.Box, a *auth.Service, opts Opti
 		if err != nil {
 			return err
 		}
-		s.systems = append(s.systems, system{client: s.observe(c, typ), Provider: Provider{
+		s.systems = append(s.systems, system{client: s.meter(c, typ, nil), Provider: Provider{
 			ID: id, Name: name, Type: typ, BaseURL: baseURL, HasAPIKey: apiKey != "", Models: []string{model},
 			DefaultModel: model, IsSystem: true, CreatedAt: started, UpdatedAt: started}})
 		return nil
@@ -240,35 +246,45 @@ func (s *Service) resolveRow(p *store.LLMProvider) (*Resolved, error) {
 	if model == "" && p.ProviderType == TypeEcho {
 		model = "echo" // echo answers whatever the model; give it its name
 	}
-	r := Resolved{Client: s.observe(client, p.ProviderType), ProviderID: p.ID, ProviderType: p.ProviderType, DefaultModel: model}
+	var prices pricing.Table
+	if len(p.Prices) > 0 {
+		if err := json.Unmarshal(p.Prices, &prices); err != nil {
+			return nil, fmt.Errorf("llm: the prices of provider %s: %w", p.ID, err)
+		}
+	}
+	r := Resolved{Client: s.meter(client, p.ProviderType, prices), ProviderID: p.ID, ProviderType: p.ProviderType, DefaultModel: model}
 	s.mu.Lock()
 	s.cache[p.ID] = cached{resolved: r, userID: p.UserID, updatedAt: p.UpdatedAt}
 	s.mu.Unlock()
 	return &r, nil
 }
 
-// observe counts the calls of c. The label is the provider type, not the
-// provider: users' providers would make the label set grow without bound.
-func (s *Service) observe(c Client, typ string) Client {
-	if s.metrics == nil {
-		return c
-	}
-	return observed{Client: c, obs: s.metrics.LLM(typ)}
+// meter prices the answers of c, a provider of type typ with its own
+// prices (nil for none), and counts its calls, tokens and cost. The
+// metrics' label is the provider type, not the provider: users' providers
+// would make the label set grow without bound.
+func (s *Service) meter(c Client, typ string, prices pricing.Table) Client {
+	return metered{Client: c, typ: typ, prices: prices, obs: s.metrics.LLM(typ)}
 }
 
-type observed struct {
+type metered struct {
 	Client
-	obs *metrics.LLMObserver
+	typ    string
+	prices pricing.Table
+	obs    *metrics.LLMObserver // nil: no metrics
 }
 
-func (o observed) Complete(ctx context.Context, req Request) (*Response, error) {
+func (m metered) Complete(ctx context.Context, req Request) (*Response, error) {
 	start := time.Now()
-	res, err := o.Client.Complete(ctx, req)
+	res, err := m.Client.Complete(ctx, req)
 	var u Usage
 	if res != nil {
 		u = res.Usage
+		t := u.Tokens()
+		res.CostMicroUSD = pricing.CostOf(m.typ, m.prices, res.Model, t)
+		m.obs.Usage(res.Model, t.Input, t.Output, t.CacheRead, t.CacheWrite, res.CostMicroUSD)
 	}
-	o.obs.Call(time.Since(start), err, u.PromptTokens, u.CompletionTokens)
+	m.obs.Call(time.Since(start), err, u.PromptTokens, u.CompletionTokens)
 	return res, err
 }
 
@@ -286,7 +302,9 @@ func defaultModel(model string, models []string) string {
 }
 
 func providerOf(p *store.LLMProvider) Provider {
-	return Provider{ID: p.ID, UserID: p.UserID, Name: p.Name, Type: p.ProviderType, BaseURL: p.BaseURL,
+	var prices pricing.Table
+	_ = json.Unmarshal(p.Prices, &prices) // written by apply: valid
+	return Provider{Prices: prices, ID: p.ID, UserID: p.UserID, Name: p.Name, Type: p.ProviderType, BaseURL: p.BaseURL,
 		HasAPIKey: p.APIKeyEnc != "", Models: p.Models, DefaultModel: p.DefaultModel, IsDefault: p.IsDefault,
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
@@ -375,6 +393,9 @@ type Input struct {
 	Models       *[]string
 	DefaultModel *string
 	IsDefault    *bool
+	// Prices replace the provider's own prices (USD per million tokens);
+	// an empty table removes them.
+	Prices *pricing.Table
 }
 
 // Limits of the fields.
@@ -456,6 +477,40 @@ func (s *Service) apply(p *store.LLMProvider, in Input) error {
 	}
 	if in.IsDefault != nil {
 		p.IsDefault = *in.IsDefault
+	}
+	if in.Prices != nil {
+		if err := checkPrices(*in.Prices); err != nil {
+			return err
+		}
+		b, err := json.Marshal(*in.Prices)
+		if err != nil {
+			return err
+		}
+		p.Prices = b
+	}
+	return nil
+}
+
+// checkPrices refuses a price that is negative or not a finite number,
+// naming it (prices.<model>.input), and more models than a provider has.
+func checkPrices(t pricing.Table) error {
+	if len(t) > maxModels {
+		return apperr.Invalid("prices", fmt.Sprintf("Invalid value for field prices: at most %d models", maxModels))
+	}
+	for _, model := range slices.Sorted(maps.Keys(t)) {
+		if strings.TrimSpace(model) == "" || len(model) > maxModelLen {
+			return apperr.Invalid("prices", fmt.Sprintf("Invalid value for field prices: a model name must be 1 to %d characters", maxModelLen))
+		}
+		p := t[model]
+		for _, f := range []struct {
+			name string
+			v    *float64
+		}{{"input", &p.Input}, {"output", &p.Output}, {"cache_read", p.CacheRead}, {"cache_write", p.CacheWrite}} {
+			if f.v != nil && (*f.v < 0 || math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+				field := "prices." + model + "." + f.name
+				return apperr.Invalid(field, "Invalid value for field "+field+": must be a number >= 0 (USD per million tokens)")
+			}
+		}
 	}
 	return nil
 }

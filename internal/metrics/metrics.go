@@ -6,6 +6,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -26,6 +27,9 @@ type Metrics struct {
 	llmCalls           *prometheus.CounterVec
 	llmDuration        *prometheus.HistogramVec
 	llmTokens          *prometheus.CounterVec
+	usageTokens        *prometheus.CounterVec
+	usageCost          *prometheus.CounterVec
+	models             modelLabels
 	connections        *prometheus.GaugeVec
 	heartbeats         *prometheus.CounterVec
 	lastHeartbeat      prometheus.Gauge
@@ -83,6 +87,14 @@ func New() *Metrics {
 		Name: "agentplatform_worker_last_heartbeat_timestamp_seconds",
 		Help: "When this worker process last recorded its heartbeat (Unix time); other workers count it dead 30 s later.",
 	})
+	m.usageTokens = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentplatform_llm_usage_tokens_total",
+		Help: "Tokens of LLM answers by provider type, model and type (input, which includes the cached; output; cache_read; cache_write). Models past the " + strconv.Itoa(MaxModelLabels) + " first seen are \"other\".",
+	}, []string{"provider", "model", "type"})
+	m.usageCost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "agentplatform_llm_cost_usd_total",
+		Help: "Cost in USD of the LLM answers of a priced model, by provider type and model (models past the " + strconv.Itoa(MaxModelLabels) + " first seen are \"other\").",
+	}, []string{"provider", "model"})
 	// Series present at 0 before their first event, so that dashboards and
 	// rate() see them from the start.
 	for _, kind := range []string{"websocket", "sse"} {
@@ -95,7 +107,7 @@ func New() *Metrics {
 		m.heartbeats.WithLabelValues(outcome)
 	}
 	m.Registry.MustRegister(m.requests, m.requestDuration, m.activations, m.activationDuration,
-		m.webhooks, m.llmCalls, m.llmDuration, m.llmTokens, m.connections, m.heartbeats, m.lastHeartbeat,
+		m.webhooks, m.llmCalls, m.llmDuration, m.llmTokens, m.usageTokens, m.usageCost, m.connections, m.heartbeats, m.lastHeartbeat,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -165,6 +177,8 @@ type LLMObserver struct {
 	ok, failed         prometheus.Counter
 	duration           prometheus.Observer
 	prompt, completion prometheus.Counter
+	m                  *Metrics
+	provider           string
 }
 
 // LLM returns the observer of a provider type (nil on a nil m: its
@@ -175,7 +189,7 @@ func (m *Metrics) LLM(provider string) *LLMObserver {
 	}
 	return &LLMObserver{ok: m.llmCalls.WithLabelValues(provider, "ok"), failed: m.llmCalls.WithLabelValues(provider, "error"),
 		duration: m.llmDuration.WithLabelValues(provider), prompt: m.llmTokens.WithLabelValues(provider, "prompt"),
-		completion: m.llmTokens.WithLabelValues(provider, "completion")}
+		completion: m.llmTokens.WithLabelValues(provider, "completion"), m: m, provider: provider}
 }
 
 // Call records one call: its latency, its outcome and, when it succeeded,
@@ -192,6 +206,56 @@ func (o *LLMObserver) Call(d time.Duration, err error, promptTokens, completionT
 	o.ok.Inc()
 	o.prompt.Add(float64(max(promptTokens, 0)))
 	o.completion.Add(float64(max(completionTokens, 0)))
+}
+
+// Usage records the tokens of one answer of model and its cost in
+// micro-USD (nil: the model has no price, and no cost is added). Input
+// includes the cached tokens.
+func (o *LLMObserver) Usage(model string, input, output, cacheRead, cacheWrite int64, costMicroUSD *int64) {
+	if o == nil {
+		return
+	}
+	model = o.m.models.label(model)
+	for _, t := range [...]struct {
+		kind string
+		n    int64
+	}{{"input", input}, {"output", output}, {"cache_read", cacheRead}, {"cache_write", cacheWrite}} {
+		if t.n > 0 {
+			o.m.usageTokens.WithLabelValues(o.provider, model, t.kind).Add(float64(t.n))
+		}
+	}
+	if costMicroUSD != nil {
+		o.m.usageCost.WithLabelValues(o.provider, model).Add(float64(*costMicroUSD) / 1e6)
+	}
+}
+
+// MaxModelLabels bounds the model label's values: models are named by
+// whoever configures a provider (or by what its server answers), so past
+// this many the rest count as "other".
+const MaxModelLabels = 100
+
+// modelLabels is the set of model label values given so far.
+type modelLabels struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+// label is model as a label value: itself while the set has room for
+// it, else "other".
+func (l *modelLabels) label(model string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.seen[model] {
+		return model
+	}
+	if len(l.seen) >= MaxModelLabels {
+		return "other"
+	}
+	if l.seen == nil {
+		l.seen = map[string]bool{}
+	}
+	l.seen[model] = true
+	return model
 }
 
 // ConnectionOpened counts an open WebSocket or SSE connection (kind

@@ -2,8 +2,10 @@ package metrics_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.ObserveRequest("GET /x", "GET", 200, time.Millisecond)
 	m.WebhookAttempt(true, false)
 	m.LLM("openai").Call(time.Second, nil, 1, 2)
+	m.LLM("openai").Usage("gpt-4o", 1, 2, 0, 0, nil)
 	m.ConnectionOpened("websocket")()
 	m.WorkerHeartbeat(nil)
 }
@@ -72,4 +75,33 @@ func TestOutcomes(t *testing.T) {
 	}
 	closeWS()
 	require.Contains(t, scrape(t, m), `agentplatform_open_connections{kind="websocket"} 0`+"\n")
+}
+
+// TestUsageCountersByModel: tokens by type and cost in USD by provider
+// type and model; past MaxModelLabels models the rest are "other", so a
+// provider answering with ever new model names cannot grow the registry.
+func TestUsageCountersByModel(t *testing.T) {
+	t.Parallel()
+	m := metrics.New()
+	o := m.LLM("anthropic")
+	cost := int64(1_500_000)
+	o.Usage("claude-sonnet-4-5", 130, 7, 100, 20, &cost)
+	o.Usage("claude-sonnet-4-5", 10, 3, 0, 0, nil) // unpriced: no cost added
+	out := scrape(t, m)
+	for _, line := range []string{
+		`agentplatform_llm_usage_tokens_total{model="claude-sonnet-4-5",provider="anthropic",type="input"} 140`,
+		`agentplatform_llm_usage_tokens_total{model="claude-sonnet-4-5",provider="anthropic",type="output"} 10`,
+		`agentplatform_llm_usage_tokens_total{model="claude-sonnet-4-5",provider="anthropic",type="cache_read"} 100`,
+		`agentplatform_llm_usage_tokens_total{model="claude-sonnet-4-5",provider="anthropic",type="cache_write"} 20`,
+		`agentplatform_llm_cost_usd_total{model="claude-sonnet-4-5",provider="anthropic"} 1.5`,
+	} {
+		require.Contains(t, out, line)
+	}
+	for i := range 2 * metrics.MaxModelLabels {
+		o.Usage(fmt.Sprintf("model-%d", i), 1, 1, 0, 0, nil)
+	}
+	out = scrape(t, m)
+	require.Contains(t, out, `model="other"`)
+	require.Equal(t, metrics.MaxModelLabels+1, strings.Count(out, `type="output"}`)) // the first 100 models and "other"
+	require.NotContains(t, out, fmt.Sprintf(`model="model-%d"`, metrics.MaxModelLabels))
 }

@@ -18,18 +18,22 @@ type LLMProvider struct {
 	Models       []string
 	DefaultModel string
 	IsDefault    bool
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Prices is the provider's own prices, a JSON object ({} for none):
+	// package pricing reads it.
+	Prices    json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
-const llmProviderColumns = `id, user_id, name, provider_type, base_url, api_key_enc, models, default_model, is_default, created_at, updated_at`
+const llmProviderColumns = `id, user_id, name, provider_type, base_url, api_key_enc, models, default_model, is_default, prices, created_at, updated_at`
 
 func scanLLMProvider(row interface{ Scan(...any) error }, p *LLMProvider) error {
-	var models []byte
+	var models, prices []byte
 	if err := row.Scan(&p.ID, &p.UserID, &p.Name, &p.ProviderType, &p.BaseURL, &p.APIKeyEnc, &models,
-		&p.DefaultModel, &p.IsDefault, &p.CreatedAt, &p.UpdatedAt); err != nil {
+		&p.DefaultModel, &p.IsDefault, &prices, &p.CreatedAt, &p.UpdatedAt); err != nil {
 		return err
 	}
+	p.Prices = json.RawMessage(prices)
 	p.CreatedAt, p.UpdatedAt = p.CreatedAt.UTC(), p.UpdatedAt.UTC()
 	return json.Unmarshal(models, &p.Models)
 }
@@ -41,9 +45,9 @@ func (s *Store) LLMProviderCreate(ctx context.Context, p *LLMProvider) error {
 		return err
 	}
 	_, err = s.writer().ExecContext(ctx, `INSERT INTO llm_providers (`+llmProviderColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		p.ID, p.UserID, p.Name, p.ProviderType, p.BaseURL, p.APIKeyEnc, models, p.DefaultModel, p.IsDefault,
-		s.ts(p.CreatedAt), s.ts(p.UpdatedAt))
+		pricesText(p.Prices), s.ts(p.CreatedAt), s.ts(p.UpdatedAt))
 	return mapErr(err)
 }
 
@@ -85,8 +89,17 @@ func (s *Store) LLMProviderUpdate(ctx context.Context, p *LLMProvider) error {
 		return err
 	}
 	return expectOne(s.writer().ExecContext(ctx, `UPDATE llm_providers SET name = $2, provider_type = $3, base_url = $4,
-		api_key_enc = $5, models = $6, default_model = $7, is_default = $8, updated_at = $9 WHERE id = $1`,
-		p.ID, p.Name, p.ProviderType, p.BaseURL, p.APIKeyEnc, models, p.DefaultModel, p.IsDefault, s.ts(p.UpdatedAt)))
+		api_key_enc = $5, models = $6, default_model = $7, is_default = $8, updated_at = $9, prices = $10 WHERE id = $1`,
+		p.ID, p.Name, p.ProviderType, p.BaseURL, p.APIKeyEnc, models, p.DefaultModel, p.IsDefault, s.ts(p.UpdatedAt),
+		pricesText(p.Prices)))
+}
+
+// pricesText is the prices column's value: {} for none.
+func pricesText(p json.RawMessage) string {
+	if len(p) == 0 {
+		return "{}"
+	}
+	return string(p)
 }
 
 // LLMProviderClearDefault unmarks every default provider of the user but

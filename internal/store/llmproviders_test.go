@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 func newLLMProvider(userID, name string, at time.Time) *store.LLMProvider {
 	return &store.LLMProvider{ID: uuid.Must(uuid.NewV7()).String(), UserID: userID, Name: name, ProviderType: "openai_compatible",
 		BaseURL: "http://localhost:11434/v1", APIKeyEnc: "v1:abcd0123:sealed", Models: []string{"llama3", "qwen"},
-		DefaultModel: "llama3", CreatedAt: at, UpdatedAt: at}
+		DefaultModel: "llama3", Prices: json.RawMessage(`{}`), CreatedAt: at, UpdatedAt: at}
 }
 
 func TestLLMProviders(t *testing.T) {
