@@ -30,7 +30,8 @@ func (s *Service) RunChild(ctx context.Context, parent *executor.Run, agent *sto
 	if pctx.Depth+1 > MaxChildDepth {
 		return nil, fmt.Errorf("Agents may call agents %d deep at most", MaxChildDepth)
 	}
-	caller := &auth.Caller{UserID: parent.UserID, Kind: auth.KindSession, AppID: parent.AppID}
+	// The child's calls count to the key the parent was made with.
+	caller := &auth.Caller{UserID: parent.UserID, Kind: auth.KindSession, AppID: parent.AppID, KeyID: parent.APIKeyID}
 	a, _, err := s.Create(ctx, caller, Request{AgentID: agent.ID, AppID: parent.AppID, InputData: input,
 		Context:        map[string]any{"parent_activation_id": parent.ID, "agent_depth": pctx.Depth + 1},
 		IdempotencyKey: key})

@@ -74,8 +74,21 @@ func (j *journal) Record(ctx context.Context, steps ...*store.Step) error {
 	for _, st := range steps {
 		st.ActivationID = j.a.ID
 	}
+	var bills []*store.UsageRecord
+	for _, st := range steps {
+		if st.Bill != nil {
+			idx := st.Index
+			st.Bill.StepIndex = &idx
+			bills = append(bills, j.s.bill(j.a, st.Bill))
+		}
+	}
 	return j.s.Store.InTx(ctx, func(tx *store.Store) error {
 		if err := tx.StepsInsert(ctx, steps...); err != nil {
+			return err
+		}
+		// With the step that holds the answer: both or neither, once (a
+		// step of the activation is unique, and so is its record).
+		if err := tx.UsageInsert(ctx, bills...); err != nil {
 			return err
 		}
 		var evs []*events.Event
@@ -157,6 +170,16 @@ func (j *journal) Wait(ctx context.Context, w *executor.Wait) error {
 		// theirs to answer.
 		return s.webhookTx(ctx, tx, &cur, nil, ev)
 	})
+}
+
+// bill makes r a record of a's: who spent it, when, under a new id.
+func (s *Service) bill(a *store.Activation, r *store.UsageRecord) *store.UsageRecord {
+	r.ID = uuid.Must(uuid.NewV7()).String()
+	r.UserID, r.AppID, r.AgentID, r.ActivationID, r.APIKeyID = a.UserID, a.AppID, a.AgentID, a.ID, a.APIKeyID
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = s.now()
+	}
+	return r
 }
 
 // stepEvent is the activation_step event of a's step st.

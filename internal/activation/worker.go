@@ -279,10 +279,13 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.
 	if len(res.Logs) > 0 {
 		o.Logs, o.LogsTruncated = cleantext.JSON(mustJSON(res.Logs)), res.LogsTruncated
 	}
+	for _, r := range res.Usage {
+		s.bill(a, r)
+	}
 	// The result must be saved even when the run's context is gone.
-	err := s.recordEnd(context.WithoutCancel(ctx), a, agent, jobID, o)
+	err := s.recordEnd(context.WithoutCancel(ctx), a, agent, jobID, o, res.Usage)
 	if err != nil {
-		err = s.retryEnd(ctx, a, agent, jobID, o, err)
+		err = s.retryEnd(ctx, a, agent, jobID, o, res.Usage, err)
 	}
 	return err
 }
@@ -297,7 +300,10 @@ const ErrNotStored = "The activation ended but its result could not be stored"
 // outcome the database refuses, whatever it holds, fails every time; the
 // short reason always fits). Rounds go on with backoff until one is stored
 // or the process stops; then the worker's end makes the reaper requeue it.
-func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, o store.Outcome, err error) error {
+//
+// The usage of the calls whose answers the run got goes with either: the
+// provider was paid for them, whatever became of the output.
+func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, o store.Outcome, usage []*store.UsageRecord, err error) error {
 	save := context.WithoutCancel(ctx)
 	fallback := store.Outcome{Status: store.StatusFailed, Error: ErrNotStored, CompletedAt: o.CompletedAt}
 	delay := 100 * time.Millisecond
@@ -311,10 +317,10 @@ func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *stor
 		case <-t.C:
 		}
 		delay = min(2*delay, 10*time.Second)
-		if err = s.recordEnd(save, a, agent, jobID, o); err == nil {
+		if err = s.recordEnd(save, a, agent, jobID, o, usage); err == nil {
 			return nil
 		}
-		if s.recordEnd(save, a, agent, jobID, fallback) == nil {
+		if s.recordEnd(save, a, agent, jobID, fallback, usage) == nil {
 			s.Log.Warn("activation failed: its result could not be stored", "activation_id", a.ID, "err", err)
 			return nil
 		}
@@ -322,8 +328,10 @@ func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *stor
 }
 
 // recordEnd stores outcome o of a in one transaction with its event and
-// webhook, and publishes the event after commit.
-func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, o store.Outcome) error {
+// webhook, and the usage of the LLM calls no step recorded, and publishes
+// the event after commit. An end recorded already (a cancel) records none
+// of it.
+func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, o store.Outcome, usage []*store.UsageRecord) error {
 	return s.Store.InTx(ctx, func(tx *store.Store) error {
 		ended, ok, err := tx.ActivationFinish(ctx, a.ID, o)
 		if err != nil {
@@ -332,6 +340,9 @@ func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *sto
 		// Ended here, by a cancel or handed to another worker with a job
 		// of its own: the deferred job is not needed in any case.
 		if err := s.dropJob(ctx, tx, jobID); err != nil || !ok {
+			return err
+		}
+		if err := tx.UsageInsert(ctx, usage...); err != nil {
 			return err
 		}
 		return s.endedTx(ctx, tx, ended, agent)
@@ -444,7 +455,7 @@ func (s *Service) execute(ctx context.Context, r *tracked, a *store.Activation, 
 		AgentID: a.AgentID, ChatID: a.ChatID, CreatedAt: a.CreatedAt, Input: a.InputData, Context: a.Context,
 		Metadata: a.Metadata, Config: agent.Config, TimeoutSeconds: agent.TimeoutSeconds, AgentKey: key,
 		OnDelta: func(text string) { s.Events.PublishDelta(ctx, a.UserID, a.ID, cleantext.String(text)) },
-		Journal: &journal{s: s, a: a, r: r, jobID: jobID}})
+		Journal: &journal{s: s, a: a, r: r, jobID: jobID}, APIKeyID: a.APIKeyID})
 	if res == nil {
 		res = &executor.Result{}
 	}

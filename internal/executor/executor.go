@@ -58,6 +58,9 @@ type Run struct {
 	// Journal records the run's steps (activations); nil where a run has
 	// none (a function's execution, a pipeline's step).
 	Journal Journal
+	// APIKeyID is the API key the activation was made with (0: none): its
+	// LLM calls count to the key, and so do its children's.
+	APIKeyID int64
 }
 
 // Journal is the step record of a run that goes in steps (an LLM agent
@@ -69,7 +72,8 @@ type Journal interface {
 	// Steps are the steps recorded so far, in index order.
 	Steps(ctx context.Context) ([]store.Step, error)
 	// Record inserts new steps in one transaction (an LLM answer and the
-	// tool calls it asked for) and announces those that have ended.
+	// tool calls it asked for) and announces those that have ended. An
+	// llm step's Bill goes to the usage ledger in that transaction.
 	Record(ctx context.Context, steps ...*store.Step) error
 	// End records the end of a running or waiting step, and announces it.
 	End(ctx context.Context, step *store.Step) error
@@ -116,6 +120,12 @@ type Result struct {
 	Output        json.RawMessage
 	Logs          []LogLine
 	LogsTruncated bool
+	// Usage are the LLM calls whose answers the output holds and no
+	// journal step recorded (a plain completion's): the caller adds them
+	// to the ledger in the transaction that records the run's end, and
+	// only if it does (a run cancelled meanwhile records nothing). The
+	// caller fills in who spent them.
+	Usage []*store.UsageRecord
 }
 
 // Executor runs one runtime's agents or functions. The life around a run

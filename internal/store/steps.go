@@ -42,6 +42,11 @@ type Step struct {
 	Usage        json.RawMessage // nil: NULL
 	StartedAt    time.Time
 	EndedAt      *time.Time
+	// Bill is, on an llm step being recorded, the usage record of its
+	// call (provider, model, tokens, cost): the journal adds it to the
+	// ledger in the step's transaction, with who spent it. Not a column;
+	// nil on a step read back.
+	Bill *UsageRecord
 }
 
 const stepColumns = `activation_id, idx, kind, name, tool_call_id, input, output, error, status, usage, started_at, ended_at`

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/agentplatform/agentplatform/internal/apperr"
 	"github.com/agentplatform/agentplatform/internal/egress"
 	"github.com/agentplatform/agentplatform/internal/executor"
@@ -426,8 +428,32 @@ func (j *JavaScript) llmComplete(run *executor.Run) sandbox.Call {
 		if err != nil {
 			return nil, thrown(err)
 		}
+		if res.Provider == "" {
+			res.Provider = p.ProviderID
+		}
+		if err := j.recordUsage(ctx, run, res); err != nil {
+			return nil, err
+		}
 		return json.Marshal(map[string]any{"text": res.Text, "usage": res.Usage})
 	}
+}
+
+// recordUsage adds the call that gave res to the ledger, in a transaction
+// of its own right after the answer. Code is no journal: a run that
+// starts again after a crash calls the provider again, a call that is
+// billed again and so is a record of its own. Each answer is recorded
+// once, by the one call that got it; what a crash can lose is the record
+// of an answer that came in the moment before, as it loses the answer.
+// A run's context may end with its answer in hand (cancel, timeout): the
+// record is still written, as the provider was still paid.
+func (j *JavaScript) recordUsage(ctx context.Context, run *executor.Run, res *llm.Response) error {
+	r := Bill(res)
+	r.ID, r.UserID, r.AppID, r.APIKeyID, r.CreatedAt = uuid.Must(uuid.NewV7()).String(), run.UserID, run.AppID, run.APIKeyID, time.Now().UTC()
+	if run.Kind == executor.Activation {
+		r.ActivationID, r.AgentID = run.ID, run.AgentID
+	}
+	ctx = context.WithoutCancel(ctx)
+	return j.Store.InTx(ctx, func(tx *store.Store) error { return tx.UsageInsert(ctx, r) })
 }
 
 // fetchOptions is ctx.http.fetch's second argument.

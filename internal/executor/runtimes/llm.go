@@ -202,7 +202,16 @@ func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result,
 	if err != nil {
 		return nil, err
 	}
-	return &executor.Result{Output: out}, nil
+	return &executor.Result{Output: out, Usage: []*store.UsageRecord{Bill(res)}}, nil
+}
+
+// Bill is the usage record of an answer: its provider, model, tokens and
+// cost, for the ledger; whoever records it says who spent it.
+func Bill(res *llm.Response) *store.UsageRecord {
+	u := res.Usage
+	return &store.UsageRecord{Provider: res.Provider, Model: res.Model, InputTokens: int64(u.PromptTokens),
+		OutputTokens: int64(u.CompletionTokens), CacheReadTokens: int64(u.CacheReadTokens),
+		CacheWriteTokens: int64(u.CacheWriteTokens), CostMicroUSD: res.CostMicroUSD}
 }
 
 // Complete calls client, retrying transient provider errors with growing,

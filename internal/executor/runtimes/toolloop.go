@@ -182,6 +182,8 @@ func (l *loop) llmStep(ctx context.Context, answerNow bool) (*llmStep, []*store.
 	}
 	if res.Provider != "" {
 		l.provider = res.Provider
+	} else {
+		res.Provider = l.provider
 	}
 	out := &llmStep{Text: res.Text, ToolCalls: res.ToolCalls, Model: res.Model, FinishReason: res.FinishReason}
 	if answerNow {
@@ -194,7 +196,7 @@ func (l *loop) llmStep(ctx context.Context, answerNow bool) (*llmStep, []*store.
 	l.addUsage(res.Usage, res.Model)
 	ended := time.Now().UTC()
 	st := &store.Step{Index: l.take(), Kind: store.StepLLM, Name: res.Model, Status: store.StepCompleted,
-		Output: mustJSON(out), Usage: mustJSON(res.Usage), StartedAt: started, EndedAt: &ended}
+		Output: mustJSON(out), Usage: mustJSON(res.Usage), StartedAt: started, EndedAt: &ended, Bill: Bill(res)}
 	steps := []*store.Step{st}
 	var calls []*store.Step
 	// The last step's calls are never run (the step limit fails the run
