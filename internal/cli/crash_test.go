@@ -169,8 +169,8 @@ func (p *platform) awaitAllEnded(ids []string, within time.Duration) map[string]
 // killMidway starts the server with env and an agent of agentConfig,
 // creates n activations, kills the server with SIGKILL once k have
 // completed, restarts it on the same data and returns every activation's
-// state once all have ended.
-func killMidway(t *testing.T, env []string, agentConfig map[string]any, n, k int) ([]string, map[string]activationState) {
+// state once all have ended, and the client of the restarted server.
+func killMidway(t *testing.T, env []string, agentConfig map[string]any, n, k int) (*platform, []string, map[string]activationState) {
 	first := startServe(t, env)
 	p := setupPlatformWith(t, first.URL, agentConfig)
 	ids := p.activate(n)
@@ -185,7 +185,7 @@ func killMidway(t *testing.T, env []string, agentConfig map[string]any, n, k int
 	second := startServe(t, env)
 	t.Cleanup(second.stop)
 	p.base = second.URL
-	return ids, p.awaitAllEnded(ids, 2*time.Minute)
+	return p, ids, p.awaitAllEnded(ids, 2*time.Minute)
 }
 
 // TestKill9LosesNothing: 200 activations against a slow LLM, the server
@@ -198,7 +198,7 @@ func TestKill9LosesNothing(t *testing.T) {
 	slow.SetDelay(300 * time.Millisecond)
 	env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_WORKERS=8", "AP_RATE_LIMIT=1000000")
 
-	ids, states := killMidway(t, env, map[string]any{"model": "gpt-test", "provider_id": "openai", "temperature": 0.2}, 200, 10)
+	p, ids, states := killMidway(t, env, map[string]any{"model": "gpt-test", "provider_id": "openai", "temperature": 0.2}, 200, 10)
 	completed := 0
 	for _, id := range ids {
 		st, ok := states[id]
@@ -214,6 +214,11 @@ func TestKill9LosesNothing(t *testing.T) {
 		}
 	}
 	require.Equal(t, 200, completed, "the killed worker's activations ran again (at-least-once), none failed")
+	// The answers the kill lost were asked for again: the provider
+	// answered more often than the ledger has records, which are exactly
+	// the recorded answers' usage.
+	sum := checkLedger(t, openLedger(t, env), p, ids)
+	t.Logf("LLM calls answered: %d for 200 activations; the ledger's tokens: %v", slow.Calls(), sum)
 }
 
 // TestKill9LosesNoJavaScriptRun: custom agents share the lifecycle's
@@ -226,7 +231,7 @@ func TestKill9LosesNoJavaScriptRun(t *testing.T) {
 	slow.SetDelay(300 * time.Millisecond)
 	env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_WORKERS=8", "AP_RATE_LIMIT=1000000")
 
-	ids, states := killMidway(t, env, map[string]any{"runtime": "javascript", "code": `async function run(input, ctx) {
+	_, ids, states := killMidway(t, env, map[string]any{"runtime": "javascript", "code": `async function run(input, ctx) {
 		const r = await ctx.llm.complete({prompt: input.prompt, provider_id: "openai"});
 		await ctx.storage.set(input.prompt, r.text);
 		return {text: r.text};

@@ -144,13 +144,14 @@ func (w *toolWorld) answer(ctx context.Context, rec llmtest.Recorded) (llmtest.R
 		"E/0": {call("e1", "probe", `{"who":"E"}`)},
 		"F/0": {call("f1", "helper", `{"prompt":"child"}`)},
 	}[step]
+	// Every answer reports cache reads too, which the ledger keeps.
 	if calls != nil {
-		return llmtest.Reply{ToolCalls: calls}, true
+		return llmtest.Reply{ToolCalls: calls, CacheRead: 5}, true
 	}
 	if slices.Contains(holds, "llm:"+step) && w.hold(ctx, "llm:"+step) {
 		return llmtest.Reply{}, false
 	}
-	return llmtest.Reply{Text: "done " + step}, true
+	return llmtest.Reply{Text: "done " + step, CacheRead: 5}, true
 }
 
 // serve is the http tools' target and the function's: it counts each
@@ -367,4 +368,10 @@ func killToolLoops(t *testing.T, extra ...string) {
 	require.Len(t, kinds, 4, "C's steps")
 	sort.Strings(kinds[1:3])
 	require.Equal(t, "llm::completed,tool:c1:completed,tool:c2:completed,llm::completed", strings.Join(kinds, ","))
+
+	// The ledger: A's second answer, lost with the kill and asked for
+	// again, and the child's, are each recorded once; every recorded step
+	// has its record.
+	sum := checkLedger(t, openLedger(t, env), p, append(ids, children[0]))
+	t.Logf("the ledger's tokens (input, output, cache read, cache write): %v", sum)
 }
