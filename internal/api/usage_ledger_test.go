@@ -186,3 +186,32 @@ func TestUsageOfJavaScriptCompletions(t *testing.T) {
 		require.Equal(t, []int64{7, 3}, []int64{recs[0].CacheReadTokens, recs[0].CacheWriteTokens})
 	})
 }
+
+// TestUsageOfTheOpenAIEndpointAndMCP: a chat completion of the
+// OpenAI-compatible endpoint and an MCP tool call of an agent are
+// activations: each is one record, counting to the key that made it.
+func TestUsageOfTheOpenAIEndpointAndMCP(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		tok := e.signup("reachledger@example.com")
+		key, keyID := e.key(tok, map[string]any{"name": "k", "scopes": []string{"write:all", "read:all"}})
+		f := e.llmAgent(tok, nil, 30)
+		e.do("POST", "/api/v1/openai/chat/completions", map[string]any{"model": e.openaiModel(tok, f),
+			"messages": []any{map[string]any{"role": "user", "content": "via openai"}}}, bearer(key)).expect(t, 200)
+		e.do("POST", "/api/v1/apps/"+f.appID+"/mcp", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+			"params": map[string]any{"name": "triage", "arguments": map[string]any{"prompt": "via mcp"}}},
+			bearer(key), header("Accept", "application/json, text/event-stream")).expect(t, 200)
+
+		acts := list(e.do("GET", "/api/v1/activations", nil, bearer(tok)).expect(t, 200), "activations")
+		require.Len(t, acts, 2)
+		for _, a := range acts {
+			id := a["activation_id"].(string)
+			require.Equal(t, "completed", e.await(tok, id).str("status"))
+			recs := e.ledger(id)
+			require.Len(t, recs, 1, id)
+			require.Equal(t, keyID, recs[0].APIKeyID)
+			require.Equal(t, f.agentID, recs[0].AgentID)
+		}
+	})
+}
