@@ -13,7 +13,8 @@
 -- which PostgreSQL would otherwise lock one after the other.
 --
 -- activations.api_key_id is the key that created the activation (usage by
--- key; budgets of a key). NULL: a session, or an agent's own child.
+-- key; budgets of a key); a child activation (an agent tool) carries its
+-- parent's. NULL: made with a session.
 
 -- +goose Up
 ALTER TABLE activations ADD COLUMN api_key_id BIGINT;
