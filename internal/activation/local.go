@@ -9,6 +9,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/telemetry"
 	"github.com/riverqueue/river"
 )
 
@@ -103,9 +104,10 @@ func (s *Service) waitSlot(ctx context.Context, owner string) (release func(), e
 }
 
 // trackLocal tracks the local run of activation id (see track), before
-// the creating transaction claims it.
-func (s *Service) trackLocal(id string) *tracked {
-	return s.track(s.local.Load().ctx, id)
+// the creating transaction claims it. The run outlives the request that
+// created it (ctx), but continues its trace, when there is one.
+func (s *Service) trackLocal(ctx context.Context, id string) *tracked {
+	return s.track(telemetry.Continue(s.local.Load().ctx, ctx), id)
 }
 
 // runLocal runs an activation the creating transaction claimed for this

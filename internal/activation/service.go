@@ -217,7 +217,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	claimed := *a
 	var run *tracked
 	if release != nil {
-		run = s.trackLocal(a.ID)
+		run = s.trackLocal(ctx, a.ID)
 		claimed.Status, claimed.StartedAt, claimed.WorkerID, claimed.Attempt = store.StatusRunning, &a.CreatedAt, s.opts.WorkerID, 1
 		evs = append(evs, s.event(events.ActivationStarted, &claimed))
 	}

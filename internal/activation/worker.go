@@ -15,6 +15,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/executor"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/telemetry"
 )
 
 // Args is the River job of one activation.
@@ -429,6 +430,27 @@ func (s *Service) webhookTx(ctx context.Context, tx *store.Store, a *store.Activ
 	return s.Webhooks.EnqueueTx(ctx, tx, a.AppID, target, ev)
 }
 
+// endAgentSpan ends a run's invoke_agent span: its conversation, and its
+// input and output only where content may be recorded. A wait is no
+// failure: the span ends there and the resumed run has one of its own.
+func endAgentSpan(span telemetry.Span, a *store.Activation, res *executor.Result, err error) {
+	if !span.Recording() {
+		return
+	}
+	span.SetConversation(a.ChatID)
+	if span.Capture() {
+		var out []telemetry.Message
+		if res != nil && len(res.Output) > 0 {
+			out = []telemetry.Message{telemetry.Text("assistant", string(res.Output))}
+		}
+		span.SetContent("", []telemetry.Message{telemetry.Text("user", string(a.InputData))}, out)
+	}
+	if errors.Is(err, executor.ErrWaiting) {
+		err = nil
+	}
+	span.End(err)
+}
+
 // mustJSON encodes what always encodes (log lines).
 func mustJSON(v any) json.RawMessage {
 	b, _ := json.Marshal(v)
@@ -437,7 +459,9 @@ func mustJSON(v any) json.RawMessage {
 
 // execute runs the agent through its executor: its output_data, and its
 // logs (a custom agent's), kept whether it failed or not.
-func (s *Service) execute(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, jobID int64) (*executor.Result, error) {
+func (s *Service) execute(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, jobID int64) (res *executor.Result, err error) {
+	ctx, span := telemetry.StartAgent(ctx, agent.Name, agent.ID)
+	defer func() { endAgentSpan(span, a, res, err) }()
 	e, err := s.Executors.For(agent.AgentTypeID, agent.Config)
 	if err != nil {
 		return nil, err
@@ -451,7 +475,7 @@ func (s *Service) execute(ctx context.Context, r *tracked, a *store.Activation, 
 			return nil, fmt.Errorf("issue the run's agent key: %w", err)
 		}
 	}
-	res, err := e.Execute(ctx, &executor.Run{Kind: executor.Activation, ID: a.ID, UserID: a.UserID, AppID: a.AppID,
+	res, err = e.Execute(ctx, &executor.Run{Kind: executor.Activation, ID: a.ID, UserID: a.UserID, AppID: a.AppID,
 		AgentID: a.AgentID, ChatID: a.ChatID, CreatedAt: a.CreatedAt, Input: a.InputData, Context: a.Context,
 		Metadata: a.Metadata, Config: agent.Config, TimeoutSeconds: agent.TimeoutSeconds, AgentKey: key,
 		OnDelta: func(text string) { s.Events.PublishDelta(ctx, a.UserID, a.ID, cleantext.String(text)) },

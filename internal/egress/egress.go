@@ -24,6 +24,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/agentplatform/agentplatform/internal/telemetry"
 )
 
 // Variable is the setting that allows private addresses; every refusal
@@ -131,6 +133,10 @@ func (g *Guard) Client(o Options) *http.Client {
 	if o.MaxBody > 0 {
 		rt = capped{rt, o.MaxBody}
 	}
+	// With tracing on, every outbound call is a client span and carries
+	// the caller's traceparent (the guard stays inside: it still checks
+	// every connection); off, the transport is left as it is.
+	rt = telemetry.Transport(rt)
 	c := &http.Client{Transport: rt, Timeout: o.Timeout}
 	maxRedirects := o.MaxRedirects
 	c.CheckRedirect = func(_ *http.Request, via []*http.Request) error {

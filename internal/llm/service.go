@@ -22,6 +22,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/pricing"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/telemetry"
 )
 
 // The system providers' ids: their names.
@@ -260,7 +261,8 @@ func (s *Service) resolveRow(p *store.LLMProvider) (*Resolved, error) {
 }
 
 // meter prices the answers of c, a provider of type typ with its own
-// prices (nil for none), and counts its calls, tokens and cost. The
+// prices (nil for none), counts its calls, tokens and cost, and traces
+// each call as a GenAI chat span (trace.go). The
 // metrics' label is the provider type, not the provider: users' providers
 // would make the label set grow without bound.
 func (s *Service) meter(c Client, typ string, prices pricing.Table) Client {
@@ -276,6 +278,7 @@ type metered struct {
 
 func (m metered) Complete(ctx context.Context, req Request) (*Response, error) {
 	start := time.Now()
+	ctx, span := telemetry.StartChat(ctx, m.typ, req.Model)
 	res, err := m.Client.Complete(ctx, req)
 	var u Usage
 	if res != nil {
@@ -285,6 +288,11 @@ func (m metered) Complete(ctx context.Context, req Request) (*Response, error) {
 		m.obs.Usage(res.Model, t.Input, t.Output, t.CacheRead, t.CacheWrite, res.CostMicroUSD)
 	}
 	m.obs.Call(time.Since(start), err, u.PromptTokens, u.CompletionTokens)
+	if span.Capture() {
+		in, out := spanMessages(req, res)
+		span.SetContent(req.System, in, out)
+	}
+	span.EndChat(chatResult(res), err)
 	return res, err
 }
 

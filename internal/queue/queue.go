@@ -38,6 +38,8 @@ type Options struct {
 	// that the reaper can tell a dead process's jobs (RescueStranded).
 	// Empty means River's own random id.
 	ClientID string
+	// Middleware wraps job inserts and work (tracing, when it is on).
+	Middleware []rivertype.Middleware
 }
 
 // Activations is the queue of activation jobs, apart from webhook
@@ -111,6 +113,7 @@ func (q *Queue) Start(ctx context.Context) error {
 		FetchCooldown:        q.opts.FetchCooldown,
 		JobTimeout:           defaultJobTimeout,
 		RescueStuckJobsAfter: rescueStuckJobsAfter,
+		Middleware:           q.opts.Middleware,
 	}
 	if q.opts.RunWorkers {
 		cfg.Queues = map[string]river.QueueConfig{

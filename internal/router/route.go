@@ -7,6 +7,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/auth"
 	"github.com/agentplatform/agentplatform/internal/httperr"
 	"github.com/agentplatform/agentplatform/internal/request"
+	"github.com/agentplatform/agentplatform/internal/telemetry"
 )
 
 // route serves every request after the identity middleware: it spends the
@@ -18,6 +19,7 @@ func (rt *Router) route(w http.ResponseWriter, r *http.Request) {
 	if info := request.From(r.Context()); info != nil {
 		info.Route = pattern
 	}
+	telemetry.RouteName(r, pattern)
 	if !rt.limit(r, pattern) {
 		rt.refuse(w, r, apperr.New(apperr.RateLimit, httperr.DetailRateLimited))
 		return

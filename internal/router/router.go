@@ -29,6 +29,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/config"
 	"github.com/agentplatform/agentplatform/internal/metrics"
 	"github.com/agentplatform/agentplatform/internal/ratelimit"
+	"github.com/agentplatform/agentplatform/internal/telemetry"
 )
 
 // Pages is the web UI as the router sees it: routes to register, and the
@@ -85,7 +86,9 @@ func New(d Deps) (*Router, error) {
 	if d.Config.Production() {
 		h = hsts(h)
 	}
-	rt.handler = h
+	// Outermost, so that the span covers every layer and the logs run
+	// inside it (no-op unless tracing is on).
+	rt.handler = telemetry.Handler(h)
 	return rt, nil
 }
 

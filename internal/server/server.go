@@ -40,6 +40,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/router"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/telemetry"
 	"github.com/agentplatform/agentplatform/internal/tool"
 	"github.com/agentplatform/agentplatform/internal/web"
 	"github.com/agentplatform/agentplatform/internal/webhook"
@@ -104,6 +105,9 @@ type Server struct {
 	Webhooks *webhook.Service
 	// Egress guards every call to an address a user supplied.
 	Egress *egress.Guard
+	// Tracing exports traces when the OTEL_* variables ask for it (nil:
+	// tracing off).
+	Tracing *telemetry.Tracing
 }
 
 // Close closes the database; Run calls it on the way out, tests that never
@@ -114,6 +118,11 @@ func (s *Server) Close() {
 			s.Events.Stop()
 		}
 		s.Store.Close()
+		// Tests that never Run stop the exporter here (Run's sequence
+		// stopped it already otherwise: a second stop does nothing).
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = s.Tracing.Stop(ctx)
 	})
 }
 
@@ -133,8 +142,15 @@ func New(ctx context.Context, cfg *config.Config, log *slog.Logger, opts Options
 		st.Close()
 		return nil, err
 	}
+	// Tracing first: the HTTP handler, the outbound clients and the
+	// queue built next are wrapped only when it is on.
+	if s.Tracing, err = telemetry.Setup(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
 	if err := s.build(ctx); err != nil {
 		st.Close()
+		_ = s.Tracing.Stop(ctx)
 		return nil, err
 	}
 	return s, nil
@@ -178,7 +194,8 @@ func (s *Server) build(ctx context.Context) error {
 	// attempted_by: the reaper hands back a dead worker's River jobs too.
 	workerID := uuid.Must(uuid.NewV7()).String()
 	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers,
-		FetchPollInterval: poll, FetchCooldown: 10 * time.Millisecond, ClientID: workerID})
+		FetchPollInterval: poll, FetchCooldown: 10 * time.Millisecond, ClientID: workerID,
+		Middleware: telemetry.JobMiddleware()})
 	s.Queue.AddMaintenance(s.Auth)
 	s.Events = events.New(s.Store, s.Log)
 	s.Events.AddJobs(s.Queue)
@@ -364,7 +381,9 @@ func (s *Server) sequence() *lifecycle.Sequence {
 
 // addBackground adds the services of the process besides its servers, in
 // the order they start (they stop in reverse):
-//   - the event listener first: a client that connects must hear other
+//   - tracing first (when on), so that it flushes the spans of all the
+//     others after they stopped;
+//   - the event listener: a client that connects must hear other
 //     nodes' events, and WebSocket clients must still hear the ends of the
 //     activations that finish during the drain (hijacked connections are
 //     not awaited by http.Server.Shutdown: closing the subscriptions ends
@@ -378,6 +397,10 @@ func (s *Server) sequence() *lifecycle.Sequence {
 //   - the reaper, which enqueues and so needs the queue.
 func (s *Server) addBackground(q *lifecycle.Sequence) {
 	add := func(name string, svc lifecycle.Service) { s.add(q, name, svc) }
+	// Tracing stops after everything that makes spans, and flushes them.
+	if s.Tracing != nil {
+		add("tracing", s.Tracing)
+	}
 	add("event listener", lifecycle.Funcs{OnStart: s.Events.Start, OnStop: func(context.Context) error {
 		s.Events.Stop()
 		return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/inputschema"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/telemetry"
 	"github.com/agentplatform/agentplatform/internal/tool"
 )
 
@@ -427,8 +428,11 @@ func (l *loop) call(ctx context.Context, c llm.ToolCall, st *store.Step) error {
 	} else if problem := l.checkArguments(ctx, c.Name, c.Arguments); problem != "" {
 		err = errors.New(problem)
 	} else {
-		out, err = t.Call(ctx, tool.Call{ID: c.ID, Arguments: json.RawMessage(c.Arguments),
+		// The platform runs the tool (the convention's "extension").
+		tctx, span := telemetry.StartTool(ctx, c.Name, c.ID, "extension")
+		out, err = t.Call(tctx, tool.Call{ID: c.ID, Arguments: json.RawMessage(c.Arguments),
 			IdempotencyKey: l.run.ID + ":" + c.ID, Run: l.run})
+		span.EndTool(c.Arguments, out, err)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err() // the run ends: the call has no result
