@@ -155,6 +155,13 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	// Cancel on this node interrupts the run through runCtx, whether it
 	// executes or still waits for a slot.
 	runCtx, cancel := r.ctx, r.cancel
+	// The run is an invoke_agent span (tracing on); what it records at
+	// its end (webhook jobs) is in it too.
+	var res *executor.Result
+	var runErr error
+	runCtx, span := telemetry.StartAgent(runCtx, agent.Name, agent.ID)
+	ctx = telemetry.Continue(ctx, runCtx)
+	defer func() { endAgentSpan(span, a, res, runErr) }()
 
 	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
 	limit := timeout
@@ -164,7 +171,6 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 			return s.finish(ctx, a, agent, jobID, nil, fmt.Errorf("read the run's waits: %w", err))
 		}
 	}
-	var res *executor.Result
 	release, runErr := slot(runCtx)
 	if runErr == nil && runCtx.Err() != nil {
 		// Cancelled before it could start (a slot that came free at the
@@ -459,9 +465,7 @@ func mustJSON(v any) json.RawMessage {
 
 // execute runs the agent through its executor: its output_data, and its
 // logs (a custom agent's), kept whether it failed or not.
-func (s *Service) execute(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, jobID int64) (res *executor.Result, err error) {
-	ctx, span := telemetry.StartAgent(ctx, agent.Name, agent.ID)
-	defer func() { endAgentSpan(span, a, res, err) }()
+func (s *Service) execute(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, jobID int64) (*executor.Result, error) {
 	e, err := s.Executors.For(agent.AgentTypeID, agent.Config)
 	if err != nil {
 		return nil, err
@@ -475,7 +479,7 @@ func (s *Service) execute(ctx context.Context, r *tracked, a *store.Activation, 
 			return nil, fmt.Errorf("issue the run's agent key: %w", err)
 		}
 	}
-	res, err = e.Execute(ctx, &executor.Run{Kind: executor.Activation, ID: a.ID, UserID: a.UserID, AppID: a.AppID,
+	res, err := e.Execute(ctx, &executor.Run{Kind: executor.Activation, ID: a.ID, UserID: a.UserID, AppID: a.AppID,
 		AgentID: a.AgentID, ChatID: a.ChatID, CreatedAt: a.CreatedAt, Input: a.InputData, Context: a.Context,
 		Metadata: a.Metadata, Config: agent.Config, TimeoutSeconds: agent.TimeoutSeconds, AgentKey: key,
 		OnDelta: func(text string) { s.Events.PublishDelta(ctx, a.UserID, a.ID, cleantext.String(text)) },

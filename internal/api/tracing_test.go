@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/hex"
@@ -125,11 +126,13 @@ var contentKeys = []string{"gen_ai.input.messages", "gen_ai.output.messages", "g
 	"gen_ai.tool.call.arguments", "gen_ai.tool.call.result"}
 
 // tracedRun is what one traced run left: the spans received and the
-// traceparent headers the tool's target saw.
+// traceparent headers the outside world saw (the tool's call, the
+// webhook delivery).
 type tracedRun struct {
-	spans        []*tracepb.Span
-	services     []string
-	traceparents []string
+	spans              []*tracepb.Span
+	services           []string
+	tool, hook         []string
+	activationID, hash string
 }
 
 // runTraced starts a platform exporting to a fresh receiver (the OTEL_*
@@ -145,10 +148,14 @@ func runTraced(t *testing.T, d store.Dialect, extra map[string]string) *tracedRu
 		t.Setenv(k, v)
 	}
 	var mu sync.Mutex
-	var traceparents []string
+	var run tracedRun
 	target := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
-		traceparents = append(traceparents, r.Header.Get("Traceparent"))
+		if r.URL.Path == "/hook" {
+			run.hook = append(run.hook, r.Header.Get("Traceparent"))
+		} else {
+			run.tool = append(run.tool, r.Header.Get("Traceparent"))
+		}
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"pong":true}`)
@@ -160,23 +167,45 @@ func runTraced(t *testing.T, d store.Dialect, extra map[string]string) *tracedRu
 		"parameters": map[string]any{"type": "object"}}}
 	appID := e.importManifest(tok, toolsManifest(tools, nil)).expect(t, 201).str("app_id")
 	clerk := e.agentNamed(tok, appID, "clerk")
-	r := e.activateWait(tok, clerk, `call ping {"secret":"zebra-42"}`)
+	r := e.do("POST", "/api/v1/activations", map[string]any{"agent_id": clerk,
+		"input_data": map[string]any{"prompt": `call ping {"secret":"zebra-42"}`},
+		"metadata":   map[string]any{"webhook_url": target.URL + "/hook"}},
+		bearer(tok), header("Prefer", "wait=10")).expect(t, 201)
 	require.Equal(t, "completed", r.str("status"), r.JSON)
+	run.activationID = r.str("activation_id")
 
-	// The request's server span ends just after its answer: flush until
-	// it and the run's spans are in.
-	var run tracedRun
+	// The request's server span ends just after its answer, the webhook
+	// is delivered after the run: flush until they are in.
 	require.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		require.NoError(t, e.srv.Tracing.ForceFlush(ctx))
-		run.spans, _, run.services = rcv.snapshot()
-		return named(run.spans, "POST /api/v1/activations") != nil && named(run.spans, "invoke_agent clerk") != nil
-	}, 10*time.Second, 50*time.Millisecond)
+		spans, _, services := rcv.snapshot()
+		mu.Lock()
+		defer mu.Unlock()
+		run.spans, run.services = spans, services
+		return named(spans, "POST /api/v1/activations") != nil && named(spans, "invoke_agent clerk") != nil &&
+			named(spans, "river.work/webhook_delivery") != nil && len(run.hook) > 0
+	}, 20*time.Second, 50*time.Millisecond)
 	mu.Lock()
-	run.traceparents = append(run.traceparents, traceparents...)
-	mu.Unlock()
-	return &run
+	defer mu.Unlock()
+	out := run
+	return &out
+}
+
+// clientUnder is the client span whose parent is parent.
+func clientUnder(spans []*tracepb.Span, parent *tracepb.Span) *tracepb.Span {
+	for _, s := range spans {
+		if s.GetKind() == tracepb.Span_SPAN_KIND_CLIENT && bytes.Equal(s.GetParentSpanId(), parent.GetSpanId()) {
+			return s
+		}
+	}
+	return nil
+}
+
+// traceparent is the W3C header that names span (sampled).
+func traceparent(s *tracepb.Span) string {
+	return "00-" + hex.EncodeToString(s.GetTraceId()) + "-" + hex.EncodeToString(s.GetSpanId()) + "-01"
 }
 
 func named(spans []*tracepb.Span, name string) *tracepb.Span {
@@ -259,17 +288,21 @@ func TestTracingExportsOTLP(t *testing.T) {
 
 			// The tool's HTTP call: a client span under the tool's, whose
 			// traceparent the target received.
-			var client *tracepb.Span
-			for _, s := range spans {
-				if s.GetKind() == tracepb.Span_SPAN_KIND_CLIENT && s.GetName() == "POST" {
-					client = s
-				}
-			}
+			client := clientUnder(spans, tool)
 			require.NotNil(t, client, "the tool's call is a client span")
-			requireChild(t, tool, client)
-			require.Len(t, run.traceparents, 1)
-			want := "00-" + hex.EncodeToString(client.GetTraceId()) + "-" + hex.EncodeToString(client.GetSpanId()) + "-01"
-			require.Equal(t, want, run.traceparents[0], "the target hears the call's trace")
+			require.Equal(t, []string{traceparent(client)}, run.tool, "the target hears the call's trace")
+
+			// The webhook delivery is a River job: its work span links
+			// to the trace that enqueued it (the run's), and its POST
+			// carries the job's trace.
+			work := named(spans, "river.work/webhook_delivery")
+			require.Equal(t, tracepb.Span_SPAN_KIND_CONSUMER, work.GetKind())
+			require.NotEmpty(t, work.GetLinks())
+			require.Equal(t, hex.EncodeToString(server.GetTraceId()), hex.EncodeToString(work.GetLinks()[0].GetTraceId()),
+				"the delivery links to the run's trace")
+			post := clientUnder(spans, work)
+			require.NotNil(t, post, "the delivery is a client span")
+			require.Contains(t, run.hook, traceparent(post))
 
 			// No content by default.
 			for _, s := range spans {
