@@ -30,6 +30,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/riverqueue/river/rivertype"
 	"github.com/riverqueue/rivercontrib/otelriver"
@@ -157,6 +158,13 @@ func (t *Tracing) Stop(ctx context.Context) error {
 	}
 	var err error
 	t.once.Do(func() {
+		if ctx.Err() != nil {
+			// The SDK's Shutdown on an ended context returns at once and
+			// leaves the batcher running: give it a moment of its own.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			defer cancel()
+		}
 		err = t.st.tp.Shutdown(ctx)
 		current.CompareAndSwap(t.st, nil)
 		otel.SetTracerProvider(t.prev)
