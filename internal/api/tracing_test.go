@@ -140,13 +140,7 @@ type tracedRun struct {
 // on the outside world with a secret in its arguments, and returns what
 // was exported once the spans of the run's request are in.
 func runTraced(t *testing.T, d store.Dialect, extra map[string]string) *tracedRun {
-	rcv := newOTLPReceiver(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.srv.URL)
-	t.Setenv("OTEL_SERVICE_NAME", "ap-traced")
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
-	for k, v := range extra {
-		t.Setenv(k, v)
-	}
+	rcv := traceTo(t, extra)
 	var mu sync.Mutex
 	var run tracedRun
 	target := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -177,10 +171,7 @@ func runTraced(t *testing.T, d store.Dialect, extra map[string]string) *tracedRu
 	// The request's server span ends just after its answer, the webhook
 	// is delivered after the run: flush until they are in.
 	require.Eventually(t, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		require.NoError(t, e.srv.Tracing.ForceFlush(ctx))
-		spans, _, services := rcv.snapshot()
+		spans, services := flush(t, e, rcv)
 		mu.Lock()
 		defer mu.Unlock()
 		run.spans, run.services = spans, services
@@ -193,10 +184,33 @@ func runTraced(t *testing.T, d store.Dialect, extra map[string]string) *tracedRu
 	return &out
 }
 
-// clientUnder is the client span whose parent is parent.
+// traceTo points the OTEL_* variables (and extra ones) at a fresh
+// receiver, for the env the test starts next.
+func traceTo(t *testing.T, extra map[string]string) *otlpReceiver {
+	rcv := newOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.srv.URL)
+	t.Setenv("OTEL_SERVICE_NAME", "ap-traced")
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "50")
+	for k, v := range extra {
+		t.Setenv(k, v)
+	}
+	return rcv
+}
+
+// flush exports e's ended spans and answers all rcv has received.
+func flush(t *testing.T, e *env, rcv *otlpReceiver) ([]*tracepb.Span, []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, e.srv.Tracing.ForceFlush(ctx))
+	spans, _, services := rcv.snapshot()
+	return spans, services
+}
+
+// clientUnder is the HTTP client span whose parent is parent.
 func clientUnder(spans []*tracepb.Span, parent *tracepb.Span) *tracepb.Span {
 	for _, s := range spans {
-		if s.GetKind() == tracepb.Span_SPAN_KIND_CLIENT && bytes.Equal(s.GetParentSpanId(), parent.GetSpanId()) {
+		if s.GetKind() == tracepb.Span_SPAN_KIND_CLIENT && hasAttr(s, "http.request.method") &&
+			bytes.Equal(s.GetParentSpanId(), parent.GetSpanId()) {
 			return s
 		}
 	}
@@ -313,6 +327,48 @@ func TestTracingExportsOTLP(t *testing.T) {
 					require.NotContains(t, kv.GetValue().String(), "zebra-42", "%s.%s", s.GetName(), kv.GetKey())
 				}
 			}
+		})
+	}
+}
+
+// TestTracingJavaScript: a custom agent's ctx.llm.complete is a chat span
+// of its run, and its ctx.http.fetch carries the run's trace.
+func TestTracingJavaScript(t *testing.T) {
+	for _, d := range testdb.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			rcv := traceTo(t, nil)
+			got := make(chan string, 1)
+			target := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				got <- r.Header.Get("Traceparent")
+			}))
+			e := newEnv(t, d, nil)
+			tok := e.signup("js-traced@example.com")
+			ag := e.jsAgent(tok, fmt.Sprintf(`async function run(input, ctx) {
+				const answer = await ctx.llm.complete({prompt: "hello", provider_id: "echo"});
+				await ctx.http.fetch(%q, {method: "POST", body: "x"});
+				return answer.text;
+			}`, target.URL+"/fetched"), 10)
+			done := e.await(tok, e.activateJS(tok, ag, map[string]any{}))
+			require.Equal(t, "completed", done.str("status"), done.str("error"))
+			var tp string
+			select {
+			case tp = <-got:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no fetch")
+			}
+			var spans []*tracepb.Span
+			require.Eventually(t, func() bool {
+				spans, _ = flush(t, e, rcv)
+				return named(spans, "invoke_agent script") != nil
+			}, 10*time.Second, 50*time.Millisecond)
+			agent := named(spans, "invoke_agent script")
+			chat := named(spans, "chat echo")
+			require.NotNil(t, chat, "ctx.llm.complete is a chat span")
+			requireChild(t, agent, chat)
+			require.True(t, strings.HasPrefix(tp, "00-"+hex.EncodeToString(agent.GetTraceId())+"-"), "fetch carries the run's trace: %q", tp)
+			fetch := clientUnder(spans, agent)
+			require.NotNil(t, fetch, "the fetch is a client span of the run")
+			require.Equal(t, traceparent(fetch), tp)
 		})
 	}
 }
