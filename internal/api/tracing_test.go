@@ -23,9 +23,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
+	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/llm/llmtest"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/telemetry"
 	"github.com/agentplatform/agentplatform/internal/testdb"
+	"github.com/agentplatform/agentplatform/internal/tool/mcptest"
 )
 
 // otlpReceiver is a real OTLP/HTTP trace receiver: it decodes the
@@ -369,6 +372,53 @@ func TestTracingJavaScript(t *testing.T) {
 			fetch := clientUnder(spans, agent)
 			require.NotNil(t, fetch, "the fetch is a client span of the run")
 			require.Equal(t, traceparent(fetch), tp)
+		})
+	}
+}
+
+// TestTracingMCP: a remote MCP server's tool called by an OpenAI model:
+// the chat spans name the provider, and the MCP requests carry the run's
+// trace, the tools/call request under the call's execute_tool span.
+func TestTracingMCP(t *testing.T) {
+	for _, d := range testdb.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			rcv := traceTo(t, nil)
+			f := newFakeEnv(t, d, llm.TypeOpenAI)
+			var mu sync.Mutex
+			var seen []string
+			srv := mcptest.New(t, mcptest.Options{Check: func(r *http.Request) error {
+				mu.Lock()
+				seen = append(seen, r.Header.Get("Traceparent"))
+				mu.Unlock()
+				return nil
+			}})
+			_, clerk := f.mcpApp(map[string]string{"docs": srv.URL}, map[string]any{"type": "mcp", "server": "docs"})
+			f.fake.Queue(llmtest.Reply{ToolCalls: []llm.ToolCall{call("c1", "docs_echo", `{"text":"hi"}`)}}, llmtest.Reply{Text: "done"})
+			done := f.await(f.tok, f.start(clerk, "go"))
+			require.Equal(t, "completed", done.str("status"), done.Body)
+
+			var spans []*tracepb.Span
+			require.Eventually(t, func() bool {
+				spans, _ = flush(t, f.env, rcv)
+				return named(spans, "invoke_agent clerk") != nil && named(spans, "execute_tool docs_echo") != nil
+			}, 10*time.Second, 50*time.Millisecond)
+			agent := named(spans, "invoke_agent clerk")
+			chats := allNamed(spans, "chat m")
+			require.Len(t, chats, 2)
+			for _, c := range chats {
+				requireChild(t, agent, c)
+				require.Equal(t, "openai", attr(c.GetAttributes(), "gen_ai.provider.name"))
+			}
+			tool := named(spans, "execute_tool docs_echo")
+			requireChild(t, agent, tool)
+			call := clientUnder(spans, tool)
+			require.NotNil(t, call, "the tools/call request is a client span of the tool's")
+			mu.Lock()
+			defer mu.Unlock()
+			require.Contains(t, seen, traceparent(call))
+			for _, tp := range seen {
+				require.True(t, strings.HasPrefix(tp, "00-"+hex.EncodeToString(agent.GetTraceId())+"-"), "every MCP request is in the run's trace: %q", tp)
+			}
 		})
 	}
 }
