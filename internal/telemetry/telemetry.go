@@ -23,7 +23,6 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -60,9 +59,16 @@ type state struct {
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
 	capture bool
+	prev    trace.TracerProvider // the global provider before Setup
+	users   int                  // Tracings sharing it (under mu)
 }
 
-var current atomic.Pointer[state]
+// current is the installed state, nil when tracing is off; mu orders its
+// installs and removals.
+var (
+	current atomic.Pointer[state]
+	mu      sync.Mutex
+)
 
 // Enabled reports whether this process exports traces.
 func Enabled() bool { return current.Load() != nil }
@@ -80,13 +86,13 @@ func CaptureContent() bool {
 // service that does nothing.
 type Tracing struct {
 	st   *state
-	prev trace.TracerProvider
 	once sync.Once
 }
 
 // Setup reads the environment and, when it asks for traces, installs a
 // tracer provider exporting them over OTLP/HTTP; otherwise it returns nil
-// and the process traces nothing.
+// and the process traces nothing. Servers of one process (tests) share
+// the provider: the last one's Stop shuts it down.
 func Setup(ctx context.Context) (*Tracing, error) {
 	getenv := os.Getenv
 	if !wanted(getenv) {
@@ -95,8 +101,11 @@ func Setup(ctx context.Context) (*Tracing, error) {
 	if p := protocol(getenv); p != "" && p != "http/protobuf" {
 		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s: only http/protobuf is supported", p)
 	}
-	if Enabled() {
-		return nil, errors.New("telemetry: tracing is already set up in this process")
+	mu.Lock()
+	defer mu.Unlock()
+	if st := current.Load(); st != nil {
+		st.users++
+		return &Tracing{st: st}, nil
 	}
 	// The exporter reads OTEL_EXPORTER_OTLP_* itself.
 	exp, err := otlptracehttp.New(ctx)
@@ -117,8 +126,9 @@ func Setup(ctx context.Context) (*Tracing, error) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	st := &state{tp: tp, tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version)),
 		prop:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
-		capture: strings.EqualFold(strings.TrimSpace(getenv(CaptureVariable)), "true")}
-	t := &Tracing{st: st, prev: otel.GetTracerProvider()}
+		capture: strings.EqualFold(strings.TrimSpace(getenv(CaptureVariable)), "true"),
+		prev:    otel.GetTracerProvider(), users: 1}
+	t := &Tracing{st: st}
 	// Libraries that use the global provider and propagator (and any
 	// instrumentation added later) trace into the same pipeline.
 	otel.SetTracerProvider(tp)
@@ -149,15 +159,22 @@ func protocol(getenv func(string) string) string {
 // Start does nothing: Setup installed the provider.
 func (t *Tracing) Start(context.Context) error { return nil }
 
-// Stop exports the spans still queued within ctx, then shuts the exporter
-// down and uninstalls the provider (the process traces nothing after).
-// It is safe to call more than once, and on nil.
+// Stop exports the spans still queued within ctx; the last Tracing of
+// the process then shuts the exporter down and uninstalls the provider
+// (the process traces nothing after). It is safe to call more than once,
+// and on nil.
 func (t *Tracing) Stop(ctx context.Context) error {
 	if t == nil {
 		return nil
 	}
 	var err error
 	t.once.Do(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if t.st.users--; t.st.users > 0 {
+			err = t.st.tp.ForceFlush(ctx)
+			return
+		}
 		if ctx.Err() != nil {
 			// The SDK's Shutdown on an ended context returns at once and
 			// leaves the batcher running: give it a moment of its own.
@@ -167,7 +184,7 @@ func (t *Tracing) Stop(ctx context.Context) error {
 		}
 		err = t.st.tp.Shutdown(ctx)
 		current.CompareAndSwap(t.st, nil)
-		otel.SetTracerProvider(t.prev)
+		otel.SetTracerProvider(t.st.prev)
 	})
 	return err
 }

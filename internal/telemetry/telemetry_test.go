@@ -39,9 +39,9 @@ func TestSetupRefusesGRPC(t *testing.T) {
 	require.False(t, Enabled())
 }
 
-// TestSetupAndStop: Setup installs the provider (globally too) once per
-// process; Stop uninstalls it and is safe twice; a nil Tracing is a
-// service that does nothing.
+// TestSetupAndStop: Setup installs the provider (globally too), shared by
+// the process's servers; the last Stop uninstalls it and is safe twice; a
+// nil Tracing is a service that does nothing.
 func TestSetupAndStop(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
 	t.Setenv(CaptureVariable, "true")
@@ -52,8 +52,13 @@ func TestSetupAndStop(t *testing.T) {
 	require.True(t, CaptureContent())
 	_, isSDK := otel.GetTracerProvider().(*sdktrace.TracerProvider)
 	require.True(t, isSDK)
-	_, err = Setup(context.Background())
-	require.Error(t, err, "one provider per process")
+	// A second server of the process shares the provider; its stop
+	// leaves it to the first.
+	second, err := Setup(context.Background())
+	require.NoError(t, err)
+	require.Same(t, tr.st, second.st)
+	require.NoError(t, second.Stop(context.Background()))
+	require.True(t, Enabled())
 
 	ctx, span := StartChat(context.Background(), "openai", "gpt-x")
 	require.True(t, span.Recording())
