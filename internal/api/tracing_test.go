@@ -132,10 +132,10 @@ var contentKeys = []string{"gen_ai.input.messages", "gen_ai.output.messages", "g
 // traceparent headers the outside world saw (the tool's call, the
 // webhook delivery).
 type tracedRun struct {
-	spans              []*tracepb.Span
-	services           []string
-	tool, hook         []string
-	activationID, hash string
+	spans      []*tracepb.Span
+	services   []string
+	tool, hook []string
+	targetURL  string // where the tool and the webhook post
 }
 
 // runTraced starts a platform exporting to a fresh receiver (the OTEL_*
@@ -160,7 +160,7 @@ func runTraced(t *testing.T, d store.Dialect, extra map[string]string) *tracedRu
 	e := newEnv(t, d, nil)
 	require.NotNil(t, e.srv.Tracing, "OTEL_EXPORTER_OTLP_ENDPOINT turns tracing on")
 	tok := e.signup("traced@example.com")
-	tools := []map[string]any{{"type": "http", "name": "ping", "method": "POST", "url": target.URL + "/ping",
+	tools := []map[string]any{{"type": "http", "name": "ping", "method": "POST", "url": target.URL + "/ping?key=s3cret",
 		"parameters": map[string]any{"type": "object"}}}
 	appID := e.importManifest(tok, toolsManifest(tools, nil)).expect(t, 201).str("app_id")
 	clerk := e.agentNamed(tok, appID, "clerk")
@@ -169,7 +169,7 @@ func runTraced(t *testing.T, d store.Dialect, extra map[string]string) *tracedRu
 		"metadata":   map[string]any{"webhook_url": target.URL + "/hook"}},
 		bearer(tok), header("Prefer", "wait=10")).expect(t, 201)
 	require.Equal(t, "completed", r.str("status"), r.JSON)
-	run.activationID = r.str("activation_id")
+	run.targetURL = target.URL
 
 	// The request's server span ends just after its answer, the webhook
 	// is delivered after the run: flush until they are in.
@@ -308,6 +308,7 @@ func TestTracingExportsOTLP(t *testing.T) {
 			client := clientUnder(spans, tool)
 			require.NotNil(t, client, "the tool's call is a client span")
 			require.Equal(t, []string{traceparent(client)}, run.tool, "the target hears the call's trace")
+			require.Equal(t, run.targetURL+"/ping", attr(client.GetAttributes(), "url.full"), "no query (credentials) on spans")
 
 			// The webhook delivery is a River job: its work span links
 			// to the trace that enqueued it (the run's), and its POST

@@ -123,7 +123,7 @@ func Setup(ctx context.Context) (*Tracing, error) {
 	}
 	// The sampler comes from OTEL_TRACES_SAMPLER (default: parent-based
 	// always-on), the batching from OTEL_BSP_*.
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(redacting{exp}), sdktrace.WithResource(res))
 	st := &state{tp: tp, tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(version.Version)),
 		prop:    propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		capture: strings.EqualFold(strings.TrimSpace(getenv(CaptureVariable)), "true"),

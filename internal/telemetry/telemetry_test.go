@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
@@ -109,4 +110,18 @@ func TestOffAllocatesNothing(t *testing.T) {
 		_ = Continue(ctx, c)
 	})
 	require.Zero(t, n)
+}
+
+// TestRedactAttrs: url.full loses userinfo, query and fragment; other
+// attributes, and spans without any of those, are left alone.
+func TestRedactAttrs(t *testing.T) {
+	in := []attribute.KeyValue{attribute.String("http.request.method", "GET"),
+		attribute.String("url.full", "https://u:p@api.example.com/v1/x?key=s3cret#frag")}
+	out, changed := redactAttrs(in)
+	require.True(t, changed)
+	require.Equal(t, "https://api.example.com/v1/x", out[1].Value.AsString())
+	require.Equal(t, "https://u:p@api.example.com/v1/x?key=s3cret#frag", in[1].Value.AsString(), "the span's own attributes are untouched")
+	plain := []attribute.KeyValue{attribute.String("url.full", "https://api.example.com/v1/x")}
+	_, changed = redactAttrs(plain)
+	require.False(t, changed)
 }
