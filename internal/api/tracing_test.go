@@ -378,7 +378,7 @@ func TestTracingJavaScript(t *testing.T) {
 }
 
 // TestTracingMCP: a remote MCP server's tool called by an OpenAI model:
-// the chat spans name the provider, and the MCP requests carry the run's
+// the chat spans name the provider (and its cache reads), and the MCP requests carry the run's
 // trace, the tools/call request under the call's execute_tool span.
 func TestTracingMCP(t *testing.T) {
 	for _, d := range testdb.Dialects {
@@ -394,7 +394,7 @@ func TestTracingMCP(t *testing.T) {
 				return nil
 			}})
 			_, clerk := f.mcpApp(map[string]string{"docs": srv.URL}, map[string]any{"type": "mcp", "server": "docs"})
-			f.fake.Queue(llmtest.Reply{ToolCalls: []llm.ToolCall{call("c1", "docs_echo", `{"text":"hi"}`)}}, llmtest.Reply{Text: "done"})
+			f.fake.Queue(llmtest.Reply{ToolCalls: []llm.ToolCall{call("c1", "docs_echo", `{"text":"hi"}`)}}, llmtest.Reply{Text: "done", CacheRead: 7})
 			done := f.await(f.tok, f.start(clerk, "go"))
 			require.Equal(t, "completed", done.str("status"), done.Body)
 
@@ -406,10 +406,13 @@ func TestTracingMCP(t *testing.T) {
 			agent := named(spans, "invoke_agent clerk")
 			chats := allNamed(spans, "chat m")
 			require.Len(t, chats, 2)
+			var cached []string
 			for _, c := range chats {
 				requireChild(t, agent, c)
 				require.Equal(t, "openai", attr(c.GetAttributes(), "gen_ai.provider.name"))
+				cached = append(cached, attr(c.GetAttributes(), "gen_ai.usage.cache_read.input_tokens"))
 			}
+			require.ElementsMatch(t, []string{"", "7"}, cached, "cache reads where the provider reports them")
 			tool := named(spans, "execute_tool docs_echo")
 			requireChild(t, agent, tool)
 			call := clientUnder(spans, tool)

@@ -19,7 +19,8 @@ func chatResult(res *Response) *telemetry.ChatResult {
 		return nil
 	}
 	return &telemetry.ChatResult{ResponseModel: res.Model, FinishReason: res.FinishReason,
-		InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens}
+		InputTokens: res.Usage.PromptTokens, OutputTokens: res.Usage.CompletionTokens,
+		CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens}
 }
 
 // spanMessages is a request's conversation and an answer in the GenAI

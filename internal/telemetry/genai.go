@@ -99,9 +99,11 @@ func (s Span) SetConversation(id string) {
 
 // ChatResult is what a chat span records of an answer.
 type ChatResult struct {
-	ResponseModel             string
-	FinishReason              string
-	InputTokens, OutputTokens int
+	ResponseModel string
+	FinishReason  string
+	// InputTokens counts the cached ones too, as the convention does.
+	InputTokens, OutputTokens         int
+	CacheReadTokens, CacheWriteTokens int
 }
 
 // EndChat records an answer (nil: none, err says why) and ends the span.
@@ -116,6 +118,12 @@ func (s Span) EndChat(res *ChatResult, err error) {
 		}
 		if res.FinishReason != "" {
 			attrs = append(attrs, semconv.GenAIResponseFinishReasons(res.FinishReason))
+		}
+		if res.CacheReadTokens > 0 {
+			attrs = append(attrs, semconv.GenAIUsageCacheReadInputTokens(res.CacheReadTokens))
+		}
+		if res.CacheWriteTokens > 0 {
+			attrs = append(attrs, semconv.GenAIUsageCacheCreationInputTokens(res.CacheWriteTokens))
 		}
 		s.span.SetAttributes(attrs...)
 	}
