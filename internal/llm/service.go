@@ -266,7 +266,7 @@ func (s *Service) resolveRow(p *store.LLMProvider) (*Resolved, error) {
 // metrics' label is the provider type, not the provider: users' providers
 // would make the label set grow without bound.
 func (s *Service) meter(c Client, typ string, prices pricing.Table) Client {
-	return metered{Client: c, typ: typ, prices: prices, obs: s.metrics.LLM(typ)}
+	return &metered{Client: c, typ: typ, prices: prices, obs: s.metrics.LLM(typ)}
 }
 
 type metered struct {
@@ -276,7 +276,7 @@ type metered struct {
 	obs    *metrics.LLMObserver // nil: no metrics
 }
 
-func (m metered) Complete(ctx context.Context, req Request) (*Response, error) {
+func (m *metered) Complete(ctx context.Context, req Request) (*Response, error) {
 	start := time.Now()
 	ctx, span := telemetry.StartChat(ctx, m.typ, req.Model)
 	res, err := m.Client.Complete(ctx, req)
