@@ -93,6 +93,15 @@ type Deps struct {
 	DeadWorkerHooks []DeadWorkerHook
 	// Metrics may be nil.
 	Metrics *metrics.Metrics
+	// Budgets refuses an activation while a budget that applies to it is
+	// spent (usage.Service.Admit); nil checks none.
+	Budgets Budgets
+}
+
+// Budgets is what activate asks of the budgets: the user's, the app's and
+// the creating key's (0: none).
+type Budgets interface {
+	Admit(ctx context.Context, userID, appID string, keyID int64) error
 }
 
 // Options tune the worker side.
@@ -199,6 +208,12 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	if r.IdempotencyKey != "" {
 		if prior, ok, err := s.replay(ctx, c.UserID, r.IdempotencyKey, hash); ok || err != nil {
 			return prior, ok, err
+		}
+	}
+	// A spent budget refuses new work (429), a replay above excepted.
+	if s.Budgets != nil {
+		if err := s.Budgets.Admit(ctx, c.UserID, agent.AppID, c.KeyID); err != nil {
+			return nil, false, err
 		}
 	}
 	a = &store.Activation{

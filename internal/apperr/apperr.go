@@ -29,6 +29,7 @@ const (
 	InvalidScope        Kind = "InvalidScopeError"
 	AuthFailed          Kind = "AuthenticationFailedError"
 	ProviderUnsupported Kind = "ProviderNotSupportedError"
+	BudgetExceeded      Kind = "BudgetExceededError" // 429 while a budget is spent; the detail names it
 )
 
 // Error is a failure with a kind and a detail text that is safe to show.

@@ -63,6 +63,13 @@ type Run struct {
 	APIKeyID int64
 }
 
+// Budgets decides whether a run may make its next LLM call: an error
+// (usage.BudgetExceeded) fails the run while a budget that applies to it
+// is spent. The runtimes call it before every LLM call.
+type Budgets interface {
+	Allow(ctx context.Context, run *Run) error
+}
+
 // Journal is the step record of a run that goes in steps (an LLM agent
 // calling tools). The caller owns it: each method commits what it is
 // given, with the events it announces, before it returns, so that a run

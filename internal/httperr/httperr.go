@@ -22,7 +22,7 @@ import (
 type ErrorBody struct {
 	Detail     string `json:"detail" doc:"What went wrong, safe to show"`
 	StatusCode int    `json:"status_code" doc:"The HTTP status"`
-	ErrorType  string `json:"error_type" doc:"ValidationError, AuthenticationError, PermissionError, NotFoundError, ConflictError, RateLimitError, PayloadTooLargeError, QuotaExceededError, InternalError, or a credential error"`
+	ErrorType  string `json:"error_type" doc:"ValidationError, AuthenticationError, PermissionError, NotFoundError, ConflictError, RateLimitError, PayloadTooLargeError, QuotaExceededError, BudgetExceededError, InternalError, or a credential error"`
 }
 
 func (e *ErrorBody) Error() string  { return e.Detail }
@@ -55,6 +55,7 @@ var statusOf = map[apperr.Kind]int{
 	apperr.RateLimit:           http.StatusTooManyRequests,
 	apperr.PayloadTooLarge:     http.StatusRequestEntityTooLarge,
 	apperr.QuotaExceeded:       http.StatusConflict,
+	apperr.BudgetExceeded:      http.StatusTooManyRequests,
 	apperr.Internal:            http.StatusInternalServerError,
 	apperr.CredentialNotFound:  http.StatusNotFound,
 	apperr.TokenExpired:        http.StatusUnauthorized,

@@ -423,6 +423,9 @@ func (j *JavaScript) llmComplete(run *executor.Run) sandbox.Call {
 		if req.Prompt != "" {
 			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: req.Prompt})
 		}
+		if err := j.LLM.allow(ctx, run); err != nil {
+			return nil, thrown(err)
+		}
 		res, err := j.LLM.Complete(ctx, p.Client, llm.Request{Model: req.Model, System: req.System, Temperature: req.Temperature,
 			MaxTokens: req.MaxTokens, Messages: msgs})
 		if err != nil {

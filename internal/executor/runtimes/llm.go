@@ -37,6 +37,8 @@ type LLM struct {
 	ProviderRetries int
 	// Tools builds the tools of agents that have some; nil runs none.
 	Tools *tool.Kit
+	// Budgets is asked before every LLM call of a run; nil checks none.
+	Budgets executor.Budgets
 }
 
 // NewLLM returns the LLM executor with the default retries.
@@ -184,6 +186,9 @@ func (e *LLM) execute(ctx context.Context, run *executor.Run) (*executor.Result,
 	}
 	// The caller's tools are the caller's to run: a call ends the run.
 	req.Tools = callerTools
+	if err := e.allow(ctx, run); err != nil {
+		return nil, err
+	}
 	res, err := e.Complete(ctx, p.Client, req)
 	if err != nil {
 		return nil, err
@@ -212,6 +217,14 @@ func Bill(res *llm.Response) *store.UsageRecord {
 	return &store.UsageRecord{Provider: res.Provider, Model: res.Model, InputTokens: int64(u.PromptTokens),
 		OutputTokens: int64(u.CompletionTokens), CacheReadTokens: int64(u.CacheReadTokens),
 		CacheWriteTokens: int64(u.CacheWriteTokens), CostMicroUSD: res.CostMicroUSD}
+}
+
+// allow asks the budgets whether run may make its next LLM call.
+func (e *LLM) allow(ctx context.Context, run *executor.Run) error {
+	if e.Budgets == nil {
+		return nil
+	}
+	return e.Budgets.Allow(ctx, run)
 }
 
 // Complete calls client, retrying transient provider errors with growing,

@@ -176,6 +176,9 @@ func (l *loop) llmStep(ctx context.Context, answerNow bool) (*llmStep, []*store.
 	if answerNow {
 		req.ToolChoice = llm.ToolChoiceNone
 	}
+	if err := l.e.allow(ctx, l.run); err != nil {
+		return nil, nil, err // over budget: the loop stops before this call
+	}
 	started := time.Now().UTC()
 	res, err := l.e.Complete(ctx, l.client, req)
 	if err != nil {
