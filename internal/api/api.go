@@ -31,6 +31,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/ratelimit"
 	"github.com/agentplatform/agentplatform/internal/secret"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/usage"
 	"github.com/agentplatform/agentplatform/internal/version"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
@@ -70,6 +71,8 @@ type Deps struct {
 	Authenticators *authenticator.Service
 
 	Webhooks *webhook.Service
+	// Usage reports the usage ledger and keeps budgets; nil: one over Store.
+	Usage *usage.Service
 	// WebSocket tunes event sockets (ping interval, buffer); zero: defaults.
 	WebSocket events.WSOptions
 	// Mux is the process's one ServeMux (internal/router), where the API
@@ -107,6 +110,9 @@ func New(d Deps) (*API, error) {
 		unlimited: map[string]bool{}}
 	if a.mux == nil {
 		a.mux = http.NewServeMux()
+	}
+	if a.Usage == nil {
+		a.Usage = usage.New(d.Store, d.Auth, d.Events)
 	}
 	for _, pattern := range queryTokenRoutes {
 		a.queryToken.Handle(pattern, http.NotFoundHandler())

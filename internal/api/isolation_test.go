@@ -261,6 +261,8 @@ func TestBoundKeyRouteTable(t *testing.T) {
 		providerID := e.do("POST", "/api/v1/llm-providers", map[string]any{"name": "mine", "provider_type": "echo"}, bearer(owner)).expect(t, 201).str("id")
 		_, otherKeyID := e.key(owner, map[string]any{"name": "unbound", "scopes": []string{"read:all"}})
 		bound, _ := e.key(owner, map[string]any{"name": "bound", "scopes": []string{"admin", "write:all"}, "app_id": fa.appID})
+		budget := map[string]string{"budget_id": e.do("POST", "/api/v1/budgets", map[string]any{"scope": "user", "period": "day", "limit_usd": 5},
+			bearer(owner)).expect(t, 201).str("id")}
 		slugA := e.do("GET", "/api/v1/apps/"+fa.appID, nil, bearer(owner)).expect(t, 200).str("slug")
 		slugB := e.do("GET", "/api/v1/apps/"+fb.appID, nil, bearer(owner)).expect(t, 200).str("slug")
 
@@ -381,6 +383,15 @@ func TestBoundKeyRouteTable(t *testing.T) {
 			{"PATCH /api/v1/llm-providers/{id}", []call{{ids: provider, body: map[string]any{"is_default": true}, status: forbidden}}},
 			{"DELETE /api/v1/llm-providers/{id}", []call{{ids: provider, status: forbidden}}},
 			{"POST /api/v1/llm-providers/{id}/test", []call{{ids: provider, status: forbidden}}},
+			{"GET /api/v1/budgets", []call{{ids: none, status: forbidden}}},
+			{"POST /api/v1/budgets", []call{{ids: none, body: map[string]any{"scope": "app", "scope_id": fa.appID, "period": "day", "limit_usd": 1}, status: forbidden}}},
+			{"GET /api/v1/budgets/{budget_id}", []call{{ids: budget, status: forbidden}}},
+			{"PATCH /api/v1/budgets/{budget_id}", []call{{ids: budget, body: map[string]any{"limit_usd": 100}, status: forbidden}}},
+			{"DELETE /api/v1/budgets/{budget_id}", []call{{ids: budget, status: forbidden}}},
+			// Usage: the app's only; another app is absent, another user too.
+			{"GET /api/v1/usage", []call{{ids: none, status: 200}, {ids: none, query: "app_id=" + fa.appID, status: 200},
+				{ids: none, query: "app_id=" + fb.appID, status: absent}, {ids: none, query: "app_id=" + fc.appID, status: absent},
+				{ids: none, query: "user_id=" + otherID, status: absent}}},
 			{"GET /api/v1/worker/status", []call{{ids: none, status: 200}}}, // queue figures; no processes (checked below)
 			{"POST /api/v1/worker/pause", []call{{ids: none, status: forbidden}}},
 			{"POST /api/v1/worker/resume", []call{{ids: none, status: forbidden}}},

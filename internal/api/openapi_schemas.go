@@ -39,6 +39,7 @@ var docTags = []*huma.Tag{
 	{Name: "mcp-servers", Description: "Remote MCP servers an app declares (Streamable HTTP, through the egress guard, optionally with the user's connected account's token): " +
 		"an LLM agent's tool {type: mcp, server} offers their tools, named <server>_<tool>."},
 	{Name: "llm-providers", Description: "The LLM providers agents call: the operator's system providers and your own."},
+	{Name: "usage", Description: "What your LLM calls used and cost, summed by day, app, agent, model or API key; budgets that stop calls once spent (429 BudgetExceededError) and warn at 80 % (budget_warning)."},
 	{Name: "worker", Description: "The activation queue and the worker processes that run it."},
 	{Name: "operations", Description: "Liveness, readiness and version, for load balancers and monitors. No authentication."},
 }
@@ -383,6 +384,27 @@ type CredentialDisconnectedEvent struct {
 	Timestamp time.Time         `json:"timestamp"`
 }
 
+// BudgetContext says which budget a budget_warning is about.
+type BudgetContext struct {
+	BudgetID string  `json:"budget_id" format:"uuid"`
+	Scope    string  `json:"scope" enum:"user,app,key"`
+	ScopeID  string  `json:"scope_id"`
+	Period   string  `json:"period" enum:"day,month"`
+	LimitUSD float64 `json:"limit_usd"`
+	SpentUSD float64 `json:"spent_usd" doc:"Spent in the current period when the warning was made"`
+	AppID    string  `json:"app_id,omitempty" doc:"An app's budget: the app (its subscribers hear of it)"`
+}
+
+// BudgetWarningEvent announces, once per period, that a budget is 80 %
+// spent.
+type BudgetWarningEvent struct {
+	Type      string        `json:"type" enum:"budget_warning"`
+	Seq       int64         `json:"seq" doc:"Per-user increasing number, shared with activation events"`
+	Status    string        `json:"status" enum:"warning"`
+	Context   BudgetContext `json:"context"`
+	Timestamp time.Time     `json:"timestamp"`
+}
+
 // SubscribedMessage answers a subscribe message with the filter in effect.
 type SubscribedMessage struct {
 	Type         string `json:"type" enum:"subscribed"`
@@ -405,7 +427,7 @@ type ErrorMessage struct {
 // /api/v1/ws and returns a reference to it.
 func webSocketMessage(registry huma.Registry) *huma.Schema {
 	return union(registry, "WebSocketMessage",
-		"One text message: an activation, pipeline run or credential event, or the answer to a client's message; `type` tells which.",
+		"One text message: an activation, pipeline run, credential or budget event, or the answer to a client's message; `type` tells which.",
 		map[string]reflect.Type{
 			"activation_created":        reflect.TypeFor[ActivationCreatedEvent](),
 			"activation_started":        reflect.TypeFor[ActivationStartedEvent](),
@@ -418,6 +440,7 @@ func webSocketMessage(registry huma.Registry) *huma.Schema {
 			"pipeline_run_failed":       reflect.TypeFor[PipelineRunFailedEvent](),
 			"credential_status_changed": reflect.TypeFor[CredentialStatusChangedEvent](),
 			"credential_disconnected":   reflect.TypeFor[CredentialDisconnectedEvent](),
+			"budget_warning":            reflect.TypeFor[BudgetWarningEvent](),
 			"subscribed":                reflect.TypeFor[SubscribedMessage](),
 			"error":                     reflect.TypeFor[ErrorMessage](),
 		})

@@ -234,7 +234,7 @@ func TestOpenAPIIsExact(t *testing.T) {
 	var kinds []string
 	for _, k := range []apperr.Kind{apperr.Validation, apperr.Authentication, apperr.Permission, apperr.NotFound, apperr.Conflict,
 		apperr.RateLimit, apperr.PayloadTooLarge, apperr.QuotaExceeded, apperr.Internal, apperr.CredentialNotFound, apperr.TokenExpired,
-		apperr.InvalidScope, apperr.AuthFailed, apperr.ProviderUnsupported} {
+		apperr.InvalidScope, apperr.AuthFailed, apperr.ProviderUnsupported, apperr.BudgetExceeded} {
 		kinds = append(kinds, string(k))
 	}
 	require.ElementsMatch(t, kinds, strs(prop(t, doc.schema(t, "ErrorBody"), "error_type")["enum"]))

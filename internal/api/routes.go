@@ -158,6 +158,15 @@ func (a *API) routes() {
 	register(a, op("test-llm-provider", http.MethodPost, "/api/v1/llm-providers/{id}/test", "Make a tiny completion with the provider's default model", "llm-providers"), auth.Account, a.testLLMProvider)
 	register(a, op("list-app-model-providers", http.MethodGet, "/api/v1/apps/{app_id}/model-providers", "LLM providers the app's agents may use", "llm-providers"), auth.AppUse, a.appModelProviders)
 
+	// Usage and budgets: a report is readable with app:access (a key
+	// bound to an app sees that app's); budgets are the account's.
+	register(a, op("get-usage", http.MethodGet, "/api/v1/usage", "Your LLM calls' tokens and cost, summed by day, app, agent, model or API key", "usage"), auth.AppUse, a.getUsage)
+	register(a, op("list-budgets", http.MethodGet, "/api/v1/budgets", "Your budgets, oldest first, with what is spent", "usage"), auth.Account, a.listBudgets)
+	register(a, created(op("create-budget", http.MethodPost, "/api/v1/budgets", "Limit the cost of your usage, an app's or an API key's per UTC day or month", "usage")), auth.Account, a.createBudget)
+	register(a, op("get-budget", http.MethodGet, "/api/v1/budgets/{budget_id}", "One budget", "usage"), auth.Account, a.getBudget)
+	register(a, op("update-budget", http.MethodPatch, "/api/v1/budgets/{budget_id}", "Change a budget's period or limit", "usage"), auth.Account, a.updateBudget)
+	register(a, noContent(op("delete-budget", http.MethodDelete, "/api/v1/budgets/{budget_id}", "Delete a budget", "usage")), auth.Account, a.deleteBudget)
+
 	// OAuth authenticators: managed like agents, read with app:access. The
 	// service-provider routes are the same things seen from the app.
 	register(a, domainDecoded(created(op("create-authenticator", http.MethodPost, "/api/v1/oauth/authenticators/{app_id}", "Register an OAuth 2.0 provider for an app", "authenticators"))), auth.User, a.createAuthenticator)

@@ -42,6 +42,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/telemetry"
 	"github.com/agentplatform/agentplatform/internal/tool"
+	"github.com/agentplatform/agentplatform/internal/usage"
 	"github.com/agentplatform/agentplatform/internal/web"
 	"github.com/agentplatform/agentplatform/internal/webhook"
 )
@@ -95,6 +96,8 @@ type Server struct {
 	Functions *function.Service
 	// Authenticators are apps' OAuth client registrations.
 	Authenticators *authenticator.Service
+	// Usage reports the usage ledger and keeps budgets.
+	Usage *usage.Service
 	// Data is apps' data models and records.
 	Data *appdata.Service
 	// Credentials is users' OAuth connections and their tokens.
@@ -215,7 +218,9 @@ func (s *Server) build(ctx context.Context) error {
 		PublicURL: s.Config.PublicURL, ScanInterval: s.Config.CredentialScanInterval,
 		RefreshRate: s.Config.CredentialRefreshRate})
 	s.Credentials.AddJobs(s.Queue)
+	s.Usage = usage.New(s.Store, s.Auth, s.Events)
 	llmExec := runtimes.NewLLM(s.LLM.Resolve, s.Store, s.Log)
+	llmExec.Budgets = s.Usage // asked before every LLM call of a run
 	js := runtimes.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
 	js.Quotas = s.Config.Quotas
 	js.Slots = fairshare.Shared(s.Config.JSConcurrency)
@@ -230,7 +235,7 @@ func (s *Server) build(ctx context.Context) error {
 	s.Authenticators.OnDelete = s.Credentials.RevokeAll
 	s.Activations = activation.New(activation.Deps{
 		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks, Metrics: s.Metrics,
-		Agents: s.Apps, Executors: s.Executors,
+		Agents: s.Apps, Executors: s.Executors, Budgets: s.Usage,
 		// A run's agent key ends with its activation, whatever ends it.
 		EndHooks: []activation.EndHook{s.Auth.EndAgentKey},
 	}, activation.Options{WorkerID: workerID, Concurrency: s.Config.Workers, HeartbeatEvery: s.opts.HeartbeatEvery, DeadAfter: s.opts.DeadAfter})
@@ -251,7 +256,7 @@ func (s *Server) build(ctx context.Context) error {
 		mux := http.NewServeMux()
 		s.API, err = api.New(api.Deps{Config: s.Config, Log: s.Log, Store: s.Store, Secrets: s.Secrets, Auth: s.Auth,
 			Activations: s.Activations, Events: s.Events, Metrics: s.Metrics, Apps: s.Apps, Data: s.Data, Functions: s.Functions, Pipelines: s.Pipelines,
-			Credentials: s.Credentials, Webhooks: s.Webhooks, LLM: s.LLM, Authenticators: s.Authenticators, Mux: mux})
+			Credentials: s.Credentials, Webhooks: s.Webhooks, LLM: s.LLM, Authenticators: s.Authenticators, Usage: s.Usage, Mux: mux})
 		if err != nil {
 			return err
 		}
