@@ -75,7 +75,7 @@ func (s *Store) UsageDailyTotals(ctx context.Context, userID, day string) (sums 
 
 // UsageBulkInsert writes many records fast, for benchmarks: multi-row
 // INSERTs of the records, and their daily sums computed here and written
-// once (shard 0), so the daily table is what UsageInsert would have made
+// once per call (shard 0, added to), so the daily table is what UsageInsert would have made
 // of the same records.
 func (s *Store) UsageBulkInsert(ctx context.Context, recs []UsageRecord) error {
 	type dayKey struct {
@@ -130,7 +130,13 @@ func (s *Store) UsageBulkInsert(ctx context.Context, recs []UsageRecord) error {
 	}
 	for k, d := range daily {
 		if _, err := s.writer().ExecContext(ctx, `INSERT INTO usage_daily (user_id, day, app_id, agent_id, api_key_id, provider, model, shard,
-			calls, input_tokens, output_tokens, cost_micro_usd, unpriced_calls) VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10, $11, $12)`,
+			calls, input_tokens, output_tokens, cost_micro_usd, unpriced_calls) VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10, $11, $12)
+			ON CONFLICT (user_id, day, app_id, agent_id, api_key_id, provider, model, shard) DO UPDATE SET
+				calls = usage_daily.calls + excluded.calls,
+				input_tokens = usage_daily.input_tokens + excluded.input_tokens,
+				output_tokens = usage_daily.output_tokens + excluded.output_tokens,
+				cost_micro_usd = usage_daily.cost_micro_usd + excluded.cost_micro_usd,
+				unpriced_calls = usage_daily.unpriced_calls + excluded.unpriced_calls`,
 			k.user, k.day, k.app, k.agent, k.key, k.provider, k.model, d[0], d[1], d[2], d[3], d[4]); err != nil {
 			return err
 		}

@@ -37,8 +37,8 @@ var (
 // BudgetExceeded is the error of a call a budget refuses: 429
 // BudgetExceededError, naming the budget.
 func BudgetExceeded(b *store.BudgetSpent) error {
-	return apperr.Newf(apperr.BudgetExceeded, "Budget %s exceeded: $%.6f spent of $%.6f this %s (%s budget of %s %s)",
-		b.ID, MicroToUSD(b.SpentMicroUSD), MicroToUSD(b.LimitMicroUSD), b.Period, b.Period, b.Scope, b.ScopeID)
+	return apperr.Newf(apperr.BudgetExceeded, "Budget %s exceeded: $%.6f spent of $%.6f this %s (%s %s)",
+		b.ID, MicroToUSD(b.SpentMicroUSD), MicroToUSD(b.LimitMicroUSD), b.Period, b.Scope, b.ScopeID)
 }
 
 // BudgetInput is a new budget.
