@@ -73,73 +73,104 @@ func (s *Store) UsageDailyTotals(ctx context.Context, userID, day string) (sums 
 	return sums, rows, err
 }
 
-// UsageBulkInsert writes many records fast, for benchmarks: multi-row
-// INSERTs of the records, and their daily sums computed here and written
-// once per call (shard 0, added to), so the daily table is what UsageInsert would have made
-// of the same records.
-func (s *Store) UsageBulkInsert(ctx context.Context, recs []UsageRecord) error {
-	type dayKey struct {
-		user, day, app, agent string
-		key                   int64
-		provider, model       string
-	}
-	daily := map[dayKey]*[6]int64{}
-	const batch = 1000 // 15 columns: under every driver's bound on parameters
-	for start := 0; start < len(recs); start += batch {
-		part := recs[start:min(start+batch, len(recs))]
+// UsageBulk writes many records fast, for benchmarks: Add writes the
+// records in multi-row INSERTs and sums them by day; Flush writes the
+// daily sums (shard 0), so the daily table is what UsageInsert would have
+// made of the same records.
+type UsageBulk struct {
+	s     *Store
+	daily map[usageDayKey]*[5]int64
+}
+
+type usageDayKey struct {
+	user, day, app, agent string
+	key                   int64
+	provider, model       string
+}
+
+// NewUsageBulk starts a bulk load of s.
+func (s *Store) NewUsageBulk() *UsageBulk {
+	return &UsageBulk{s: s, daily: map[usageDayKey]*[5]int64{}}
+}
+
+// multiInsert runs INSERT head VALUES (…), (…) over rows of width
+// columns, batch rows a statement.
+func (s *Store) multiInsert(ctx context.Context, head string, width int, rows [][]any) error {
+	batch := 30000 / width // under every driver's bound on parameters
+	for start := 0; start < len(rows); start += batch {
+		part := rows[start:min(start+batch, len(rows))]
 		var q strings.Builder
-		q.WriteString(`INSERT INTO usage_records (id, user_id, app_id, agent_id, activation_id, step_index, api_key_id, provider, model,
-			input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, created_at) VALUES `)
-		args := make([]any, 0, len(part)*15)
+		q.WriteString(head + " VALUES ")
+		args := make([]any, 0, len(part)*width)
 		for i, r := range part {
 			if i > 0 {
 				q.WriteString(", ")
 			}
 			q.WriteString("(")
-			for j := range 15 {
+			for j := range width {
 				if j > 0 {
 					q.WriteString(", ")
 				}
 				q.WriteString("$" + strconv.Itoa(len(args)+j+1))
 			}
 			q.WriteString(")")
-			var cost any
-			if r.CostMicroUSD != nil {
-				cost = *r.CostMicroUSD
-			}
-			args = append(args, r.ID, r.UserID, nullable(r.AppID), nullable(r.AgentID), nullable(r.ActivationID), nil, nullableID(r.APIKeyID),
-				r.Provider, r.Model, r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, cost, s.ts(r.CreatedAt))
-			k := dayKey{r.UserID, UsageDay(r.CreatedAt), r.AppID, r.AgentID, r.APIKeyID, r.Provider, r.Model}
-			d := daily[k]
-			if d == nil {
-				d = new([6]int64)
-				daily[k] = d
-			}
-			d[0]++
-			d[1] += r.InputTokens
-			d[2] += r.OutputTokens
-			if r.CostMicroUSD != nil {
-				d[3] += *r.CostMicroUSD
-			} else {
-				d[4]++
-			}
+			args = append(args, r...)
 		}
 		if _, err := s.writer().ExecContext(ctx, q.String(), args...); err != nil {
 			return err
 		}
 	}
-	for k, d := range daily {
-		if _, err := s.writer().ExecContext(ctx, `INSERT INTO usage_daily (user_id, day, app_id, agent_id, api_key_id, provider, model, shard,
-			calls, input_tokens, output_tokens, cost_micro_usd, unpriced_calls) VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8, $9, $10, $11, $12)
-			ON CONFLICT (user_id, day, app_id, agent_id, api_key_id, provider, model, shard) DO UPDATE SET
-				calls = usage_daily.calls + excluded.calls,
-				input_tokens = usage_daily.input_tokens + excluded.input_tokens,
-				output_tokens = usage_daily.output_tokens + excluded.output_tokens,
-				cost_micro_usd = usage_daily.cost_micro_usd + excluded.cost_micro_usd,
-				unpriced_calls = usage_daily.unpriced_calls + excluded.unpriced_calls`,
-			k.user, k.day, k.app, k.agent, k.key, k.provider, k.model, d[0], d[1], d[2], d[3], d[4]); err != nil {
-			return err
+	return nil
+}
+
+// Add writes recs.
+func (b *UsageBulk) Add(ctx context.Context, recs []UsageRecord) error {
+	rows := make([][]any, len(recs))
+	for i, r := range recs {
+		var cost any
+		if r.CostMicroUSD != nil {
+			cost = *r.CostMicroUSD
+		}
+		rows[i] = []any{r.ID, r.UserID, nullable(r.AppID), nullable(r.AgentID), nullable(r.ActivationID), nil, nullableID(r.APIKeyID),
+			r.Provider, r.Model, r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, cost, b.s.ts(r.CreatedAt)}
+		k := usageDayKey{r.UserID, UsageDay(r.CreatedAt), r.AppID, r.AgentID, r.APIKeyID, r.Provider, r.Model}
+		d := b.daily[k]
+		if d == nil {
+			d = new([5]int64)
+			b.daily[k] = d
+		}
+		d[0]++
+		d[1] += r.InputTokens
+		d[2] += r.OutputTokens
+		if r.CostMicroUSD != nil {
+			d[3] += *r.CostMicroUSD
+		} else {
+			d[4]++
 		}
 	}
-	return nil
+	return b.s.multiInsert(ctx, `INSERT INTO usage_records (id, user_id, app_id, agent_id, activation_id, step_index, api_key_id, provider, model,
+		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, created_at)`, 15, rows)
+}
+
+// Flush writes the daily sums of every record added.
+func (b *UsageBulk) Flush(ctx context.Context) error {
+	rows := make([][]any, 0, len(b.daily))
+	for k, d := range b.daily {
+		rows = append(rows, []any{k.user, k.day, k.app, k.agent, k.key, k.provider, k.model, 0, d[0], d[1], d[2], d[3], d[4]})
+	}
+	return b.s.multiInsert(ctx, `INSERT INTO usage_daily (user_id, day, app_id, agent_id, api_key_id, provider, model, shard,
+		calls, input_tokens, output_tokens, cost_micro_usd, unpriced_calls)`, 13, rows)
+}
+
+// Analyze refreshes the planner's statistics of the usage tables (and, on
+// PostgreSQL, their visibility maps, which index-only scans need), as
+// autovacuum or the periodic ANALYZE would have by the time a bulk of
+// records is read.
+func (s *Store) Analyze(ctx context.Context) error {
+	q := "ANALYZE"
+	if s.d.multiNode() {
+		q = "VACUUM ANALYZE usage_records, usage_daily"
+	}
+	_, err := s.writer().ExecContext(ctx, q)
+	return err
 }
