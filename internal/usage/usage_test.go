@@ -203,10 +203,20 @@ func TestBudgetUnderConcurrency(t *testing.T) {
 }
 
 // BenchmarkAllow is the check before every LLM call: a user with three
-// budgets that apply (user, app, key) and a month of daily sums.
+// budgets that apply (user, app, key) and a month of daily sums, and a
+// user with none.
 func BenchmarkAllow(b *testing.B) {
 	for _, d := range testdb.Dialects {
-		b.Run(string(d), func(b *testing.B) {
+		b.Run(string(d)+"/no-budgets", func(b *testing.B) {
+			f := newFixture(b, d)
+			run := &executor.Run{UserID: f.user.ID, AppID: f.app.ID, APIKeyID: 1}
+			for b.Loop() {
+				if err := f.svc.Allow(context.Background(), run); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(string(d)+"/three-budgets", func(b *testing.B) {
 			ctx := context.Background()
 			f := newFixture(b, d)
 			key := &store.APIKey{UserID: f.user.ID, Name: "k", KeyHash: []byte(uuid.NewString()), KeyPrefix: "ap_x", Scopes: []string{"write:all"}, CreatedAt: store.Now()}
