@@ -2,12 +2,15 @@ package api_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/llm/llmtest"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -196,4 +199,64 @@ func sortedKinds(st []map[string]any) []string {
 		}
 	}
 	return k
+}
+
+// TestBudgetHoldsUnderConcurrentRuns: tool loops run at once against a
+// small budget, each LLM call priced and in the ledger; once it is spent,
+// every run fails at its next call, and the ledger's final spent exceeds
+// the limit by no more than one call per run (the calls in flight when it
+// ran out).
+func TestBudgetHoldsUnderConcurrentRuns(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		tok := e.signup("concurrent-budget@example.com")
+		me := e.do("GET", "/api/v1/users/me", nil, bearer(tok)).expect(t, 200).str("id")
+		fake := llmtest.NewOpenAI(t)
+		fake.SetDelay(20 * time.Millisecond)
+		// The model calls the tool forever: only the budget (or the step
+		// limit) ends a run.
+		fake.SetScript(func(context.Context, llmtest.Recorded) (llmtest.Reply, bool) {
+			return llmtest.Reply{ToolCalls: []llm.ToolCall{{Name: "lookup", Arguments: `{"email":"ada@example.com"}`}}}, true
+		})
+		pid := e.do("POST", providersPath, map[string]any{"name": "priced", "provider_type": "openai", "base_url": fake.URL,
+			"api_key": "sk-test", "models": []string{"m"}, "prices": map[string]any{"m": map[string]any{"input": 100, "output": 0}}},
+			bearer(tok)).expect(t, 201).str("id")
+		appID := e.importManifest(tok, toolsManifest([]map[string]any{{"type": "function", "function": "lookup"}},
+			map[string]any{"provider_id": pid, "model": "m", "max_steps": 50})).expect(t, 201).str("app_id")
+		clerk := e.agentNamed(tok, appID, "clerk")
+		const runs, limitUSD = 6, 0.02
+		budget := e.do("POST", "/api/v1/budgets", map[string]any{"scope": "app", "scope_id": appID, "period": "day", "limit_usd": limitUSD},
+			bearer(tok)).expect(t, 201).str("id")
+
+		ids := make([]string, runs)
+		for i := range ids {
+			ids[i] = e.do("POST", "/api/v1/agents/"+clerk+"/activate", map[string]any{"input_data": map[string]any{"prompt": "look it up"}},
+				bearer(tok)).expect(t, 201).str("activation_id")
+		}
+		stopped := 0
+		for _, id := range ids {
+			r := e.await(tok, id)
+			require.Equal(t, "failed", r.str("status"), r.JSON)
+			if strings.Contains(r.str("error"), budget) {
+				stopped++
+			}
+		}
+		require.Equal(t, runs, stopped, "every run stopped at the budget")
+		var spent, maxCall int64
+		for _, id := range ids {
+			for _, rec := range e.ledger(id) {
+				require.NotNil(t, rec.CostMicroUSD)
+				spent += *rec.CostMicroUSD
+				maxCall = max(maxCall, *rec.CostMicroUSD)
+			}
+		}
+		limit := int64(limitUSD * 1e6)
+		require.GreaterOrEqual(t, spent, limit)
+		require.LessOrEqual(t, spent, limit+runs*maxCall, "overshoot: at most the calls in flight")
+		t.Logf("%s: spent %d µUSD of %d, the dearest call %d, %d runs", d, spent, limit, maxCall, runs)
+		rep := e.do("GET", "/api/v1/usage?group_by=app&user_id="+me, nil, bearer(tok)).expect(t, 200)
+		require.InDelta(t, float64(spent)/1e6, rep.JSON["total"].(map[string]any)["cost_usd"], 1e-9, "the report sums the ledger")
+		e.do("POST", "/api/v1/agents/"+clerk+"/activate", map[string]any{"input_data": map[string]any{"prompt": "p"}}, bearer(tok)).expect(t, 429)
+	})
 }
