@@ -146,14 +146,15 @@ var limitErrors = map[string]string{
 	"login": "Or too many failed logins from this client address (AP_LOGIN_FAILURE_LIMIT a minute; " +
 		"then every login from it, right password included, until the minute has passed). " + hashingBusy,
 	"stream-activation":  connectionCap,
-	"activate-agent":     "With `Accept: text/event-stream`: " + connectionCap,
-	"activate-app-agent": "With `Accept: text/event-stream`: " + connectionCap,
-	"create-activation":  "With `Accept: text/event-stream`: " + connectionCap,
+	"activate-agent":     "With `Accept: text/event-stream`: " + connectionCap + " " + budgetSpent,
+	"activate-app-agent": "With `Accept: text/event-stream`: " + connectionCap + " " + budgetSpent,
+	"create-activation":  "With `Accept: text/event-stream`: " + connectionCap + " " + budgetSpent,
 }
 
 const (
 	hashingBusy   = "Or the server is busy checking passwords (a flood of logins or registrations): try again after `Retry-After` seconds."
 	connectionCap = "Or the user already holds the maximum of open WebSocket and SSE connections (100 per node)."
+	budgetSpent   = "Or `BudgetExceededError`: a budget of the user, the app or the API key is spent for its period (the detail names it; see /api/v1/budgets)."
 )
 
 // moreDescriptions say what an operation's summary cannot.
