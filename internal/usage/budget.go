@@ -119,6 +119,9 @@ func (s *Service) CreateBudget(ctx context.Context, c *auth.Caller, in BudgetInp
 	if err := s.store.BudgetCreate(ctx, b); err != nil {
 		return nil, err
 	}
+	// After the commit: a check that read "no budget" before it is then
+	// not remembered (unbudgeted.go).
+	s.none.forget(b.UserID)
 	return b, nil
 }
 
@@ -164,6 +167,7 @@ func (s *Service) UpdateBudget(ctx context.Context, c *auth.Caller, id string, p
 	if err := s.store.BudgetUpdate(ctx, b); err != nil {
 		return nil, err
 	}
+	s.none.forget(b.UserID)
 	return b, nil
 }
 
@@ -210,9 +214,17 @@ func (s *Service) Spent(ctx context.Context, b *store.Budget) (int64, error) {
 // calls' cost, and no call starts once the overshoot is recorded.
 func (s *Service) Admit(ctx context.Context, userID, appID string, keyID int64) error {
 	now := s.now()
+	scope := scopeKey{userID, appID, keyID}
+	none, forgets := s.none.known(scope, now)
+	if none {
+		return nil
+	}
 	list, err := s.store.BudgetsApplying(ctx, userID, appID, keyID, store.UsageDay(now))
 	if err != nil {
 		return err
+	}
+	if len(list) == 0 {
+		s.none.remember(scope, now, forgets)
 	}
 	var exceeded error
 	for i := range list {

@@ -34,6 +34,8 @@ type Service struct {
 	auth   *auth.Service
 	events EventRecorder
 	now    func() time.Time
+	// none remembers the scopes no budget applies to (unbudgeted.go).
+	none unbudgeted
 }
 
 // New returns the service; ev may be nil (no budget_warning events).

@@ -246,3 +246,29 @@ func BenchmarkAllow(b *testing.B) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestNoBudgetIsRemembered: that no budget applies is remembered, a
+// budget made through the service applies at once all the same, and one
+// made elsewhere (another node: straight into the store here) within the
+// time "none" is believed.
+func TestNoBudgetIsRemembered(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		f := newFixture(t, d)
+		f.spend(t, 5000, 0)
+		require.NoError(t, f.svc.Admit(ctx, f.user.ID, f.app.ID, 0), "no budget")
+		_, err := f.svc.CreateBudget(ctx, f.c, usage.BudgetInput{Scope: "app", ScopeID: f.app.ID, Period: "day", LimitUSD: 0.001})
+		require.NoError(t, err)
+		require.ErrorContains(t, f.svc.Admit(ctx, f.user.ID, f.app.ID, 0), "exceeded", "made here: applies at once")
+
+		other := newFixture(t, d)
+		other.spend(t, 5000, 0)
+		require.NoError(t, other.svc.Admit(ctx, other.user.ID, other.app.ID, 0))
+		now := store.Now()
+		require.NoError(t, other.s.BudgetCreate(ctx, &store.Budget{ID: uuid.NewString(), UserID: other.user.ID, Scope: "user",
+			ScopeID: other.user.ID, Period: "month", LimitMicroUSD: 1000, CreatedAt: now, UpdatedAt: now}))
+		require.Eventually(t, func() bool { return other.svc.Admit(ctx, other.user.ID, other.app.ID, 0) != nil },
+			5*time.Second, 50*time.Millisecond, "made elsewhere: applies within seconds")
+	})
+}
