@@ -729,7 +729,7 @@ func TestListAppFilterOfAnotherApp(t *testing.T) {
 		mine, theirs := e.llmAgent(tok, nil, 0).appID, e.llmAgent(other, nil, 0).appID
 
 		routes := []string{"/api/v1/activations", "/api/v1/functions", "/api/v1/pipelines", "/api/v1/credentials",
-			"/api/v1/oauth/authenticators", "/api/v1/ws"}
+			"/api/v1/oauth/authenticators", "/api/v1/ws", "/api/v1/usage"}
 		requireFilterRoutes(t, e, "app_id", routes)
 
 		for _, route := range routes {
@@ -800,7 +800,7 @@ func TestListAgentFilterOfAnotherAgent(t *testing.T) {
 		other := e.signup("agents-other@example.com")
 		mine, theirs := e.llmAgent(tok, nil, 0), e.llmAgent(other, nil, 0)
 
-		routes := []string{"/api/v1/activations", "/api/v1/apps/{app_id}/activations"}
+		routes := []string{"/api/v1/activations", "/api/v1/apps/{app_id}/activations", "/api/v1/usage"}
 		requireFilterRoutes(t, e, "agent_id", routes)
 
 		for _, route := range routes {

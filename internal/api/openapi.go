@@ -118,6 +118,7 @@ var extraErrors = map[string]map[int]string{
 	"list-functions":       {http.StatusNotFound: "`app_id` names no app of yours."},
 	"list-pipelines":       {http.StatusNotFound: "`app_id` names no app of yours."},
 	"list-credentials":     {http.StatusNotFound: "`app_id` names no app of yours."},
+	"get-usage":            {http.StatusNotFound: "`app_id` or `agent_id` names no app or agent of yours, or `user_id` no user (admins, with `X-Admin-Reason`)."},
 }
 
 const tokenExpired = "TokenExpiredError: the token expired and could not be refreshed, or the connection was lost (the user must connect again)."

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"math/rand/v2"
 	"time"
 )
@@ -79,4 +81,19 @@ func (s *Store) UsageInsert(ctx context.Context, recs ...*UsageRecord) error {
 		}
 	}
 	return nil
+}
+
+// UsageHas reports whether the user's ledger holds calls of app appID (or
+// of agent agentID): a report may ask about one deleted since.
+func (s *Store) UsageHas(ctx context.Context, userID, appID, agentID string) (bool, error) {
+	col, id := "app_id", appID
+	if agentID != "" {
+		col, id = "agent_id", agentID
+	}
+	var one int
+	err := s.reader().QueryRowContext(ctx, `SELECT 1 FROM usage_daily WHERE user_id = $1 AND `+col+` = $2 LIMIT 1`, userID, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, err
 }

@@ -10,6 +10,7 @@ package usage
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,8 +79,9 @@ type Report struct {
 }
 
 var (
-	errUserNotFound = apperr.NotFoundf("User not found")
-	groups          = map[string]store.UsageGroup{"day": store.UsageByDay, "app": store.UsageByApp, "agent": store.UsageByAgent,
+	errUserNotFound  = apperr.NotFoundf("User not found")
+	errAgentNotFound = apperr.NotFoundf("Agent not found")
+	groups           = map[string]store.UsageGroup{"day": store.UsageByDay, "app": store.UsageByApp, "agent": store.UsageByAgent,
 		"model": store.UsageByModel, "key": store.UsageByKey}
 )
 
@@ -120,6 +122,9 @@ func (s *Service) Report(ctx context.Context, c *auth.Caller, q Query) (*Report,
 		userID = q.UserID
 	}
 	if err := auth.AllowApp(c, q.AppID); err != nil {
+		return nil, err
+	}
+	if err := s.filterOf(ctx, c, userID, q.AppID, q.AgentID); err != nil {
 		return nil, err
 	}
 	appID := cmp.Or(c.AppID, q.AppID)
@@ -175,3 +180,43 @@ func USDToMicro(usd float64) int64 {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// filterOf checks a report's app and agent filters as the lists' filters
+// are checked: another user's app or agent, one that does not exist and a
+// malformed id are a 404, not an empty report that hides the mistake. An
+// app or agent deleted since is still the user's to ask about while the
+// ledger holds its calls: what was spent stays spent.
+func (s *Service) filterOf(ctx context.Context, c *auth.Caller, userID, appID, agentID string) error {
+	if appID != "" {
+		app, err := s.store.AppGet(ctx, appID)
+		switch {
+		case uuid.Validate(appID) != nil:
+			return errAppNotFound
+		case err == nil && app.UserID != userID:
+			return errAppNotFound
+		case errors.Is(err, store.ErrNotFound):
+			if spent, err := s.store.UsageHas(ctx, userID, appID, ""); err != nil || !spent {
+				return cmp.Or[error](err, errAppNotFound)
+			}
+		case err != nil:
+			return err
+		}
+	}
+	if agentID != "" {
+		if uuid.Validate(agentID) != nil {
+			return errAgentNotFound
+		}
+		a, err := s.store.AgentGet(ctx, agentID)
+		switch {
+		case err == nil && !a.IsSystem && (a.UserID != userID || !c.SeesApp(a.AppID)):
+			return errAgentNotFound
+		case errors.Is(err, store.ErrNotFound):
+			if spent, err := s.store.UsageHas(ctx, userID, "", agentID); err != nil || !spent {
+				return cmp.Or[error](err, errAgentNotFound)
+			}
+		case err != nil:
+			return err
+		}
+	}
+	return nil
+}

@@ -272,3 +272,23 @@ func TestNoBudgetIsRemembered(t *testing.T) {
 			5*time.Second, 50*time.Millisecond, "made elsewhere: applies within seconds")
 	})
 }
+
+// TestReportFilterOfADeletedApp: an app deleted since its calls is still
+// reported on (what was spent stays spent); an app that never spent and
+// does not exist is a 404, as another user's is.
+func TestReportFilterOfADeletedApp(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		f := newFixture(t, d)
+		f.spend(t, 300, 0)
+		require.NoError(t, f.s.AppDelete(ctx, f.app.ID))
+		rep, err := f.svc.Report(ctx, f.c, usage.Query{AppID: f.app.ID})
+		require.NoError(t, err)
+		require.EqualValues(t, 1, rep.Total.Calls)
+		_, err = f.svc.Report(ctx, f.c, usage.Query{AppID: uuid.NewString()})
+		require.True(t, apperr.Is(err, apperr.NotFound), "%v", err)
+		_, err = f.svc.Report(ctx, f.c, usage.Query{AgentID: "not-an-id"})
+		require.True(t, apperr.Is(err, apperr.NotFound), "%v", err)
+	})
+}
