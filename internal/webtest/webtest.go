@@ -310,7 +310,9 @@ func (b *Browser) WaitText(sel, text string) string {
 	expr := fmt.Sprintf(`(() => { const el = document.querySelector(%s); return !!el && el.offsetParent !== null && el.innerText.includes(%s); })()`,
 		jsString(sel), jsString(text))
 	b.Until(expr, fmt.Sprintf("%q in %s", text, sel))
-	return b.Text(sel)
+	// Read in the page, not by node id: a page that has just loaded may
+	// still replace the node (CDP's "No node with given id found").
+	return Run(b, chromedp.Evaluate[string](fmt.Sprintf(`(() => { const el = document.querySelector(%s); return el ? el.innerText : ""; })()`, jsString(sel))))
 }
 
 // Eval evaluates a JavaScript expression in the page.
