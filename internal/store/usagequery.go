@@ -125,12 +125,9 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // usageDaily sums the daily rows of days [from, to) (YYYY-MM-DD).
-func (s *Store) usageDaily(ctx context.Context, f UsageFilter, from, to string) ([]UsageSum, error) {
-	key := "day"
-	if f.GroupBy != UsageByDay {
-		key = usageKey[f.GroupBy][0]
-	}
-	where, args := "user_id = $1 AND day >= $2 AND day < $3", []any{f.UserID, from, to}
+// narrow adds f's app, agent and key filters to a WHERE clause and its
+// arguments; usage_daily and usage_records name them alike.
+func (f UsageFilter) narrow(where string, args []any) (string, []any) {
 	if f.AppID != "" {
 		args = append(args, f.AppID)
 		where += " AND app_id = $" + strconv.Itoa(len(args))
@@ -143,6 +140,16 @@ func (s *Store) usageDaily(ctx context.Context, f UsageFilter, from, to string) 
 		args = append(args, f.APIKeyID)
 		where += " AND api_key_id = $" + strconv.Itoa(len(args))
 	}
+	return where, args
+}
+
+func (s *Store) usageDaily(ctx context.Context, f UsageFilter, from, to string) ([]UsageSum, error) {
+	key := "day"
+	if f.GroupBy != UsageByDay {
+		key = usageKey[f.GroupBy][0]
+	}
+	where, args := "user_id = $1 AND day >= $2 AND day < $3", []any{f.UserID, from, to}
+	where, args = f.narrow(where, args)
 	return s.usageSums(ctx, `SELECT `+key+`, SUM(calls), SUM(input_tokens), SUM(output_tokens), SUM(cost_micro_usd), SUM(unpriced_calls)
 		FROM usage_daily WHERE `+where+` GROUP BY `+key, args...)
 }
@@ -155,18 +162,7 @@ func (s *Store) usageRaw(ctx context.Context, f UsageFilter, from, to time.Time)
 		key = usageKey[f.GroupBy][1]
 		group = " GROUP BY " + key
 	}
-	if f.AppID != "" {
-		args = append(args, f.AppID)
-		where += " AND app_id = $" + strconv.Itoa(len(args))
-	}
-	if f.AgentID != "" {
-		args = append(args, f.AgentID)
-		where += " AND agent_id = $" + strconv.Itoa(len(args))
-	}
-	if f.APIKeyID != 0 {
-		args = append(args, f.APIKeyID)
-		where += " AND api_key_id = $" + strconv.Itoa(len(args))
-	}
+	where, args = f.narrow(where, args)
 	rows, err := s.usageSums(ctx, `SELECT `+key+`, COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),
 		COALESCE(SUM(cost_micro_usd), 0), COUNT(*) - COUNT(cost_micro_usd)
 		FROM usage_records WHERE `+where+group, args...)
