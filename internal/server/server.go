@@ -262,7 +262,7 @@ func (s *Server) build(ctx context.Context) error {
 		}
 		pages, err := web.New(web.Deps{Log: s.Log, Auth: s.Auth, Apps: s.Apps,
 			Data: s.Data, Authenticators: s.Authenticators, Credentials: s.Credentials,
-			Activations: s.Activations, Functions: s.Functions,
+			Activations: s.Activations, Functions: s.Functions, Usage: s.Usage,
 			// The app page lists an MCP server's tools as runs see them.
 			PublicURL: s.Config.PublicURL, MCPTools: llmExec.Tools})
 		if err != nil {

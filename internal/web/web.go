@@ -39,6 +39,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/function"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/localpath"
+	"github.com/agentplatform/agentplatform/internal/usage"
 )
 
 //go:embed templates static
@@ -58,6 +59,8 @@ type Deps struct {
 	// run (live.go).
 	Activations *activation.Service
 	Functions   *function.Service
+	// Usage feeds the usage page: reports and budgets.
+	Usage *usage.Service
 	// PublicURL is AP_PUBLIC_URL: the app page's Connect section gives
 	// clients the app's MCP URL and the OpenAI base URL under it.
 	PublicURL string
@@ -120,6 +123,7 @@ func (p *Pages) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /register", p.public(p.register))
 	mux.HandleFunc("GET /{$}", p.private(p.appsPage))
 	mux.HandleFunc("GET /keys", p.private(p.keys))
+	mux.HandleFunc("GET /usage", p.private(p.usagePage))
 	mux.HandleFunc("GET /apps/{app_id}", p.private(p.app))
 	mux.HandleFunc("GET /apps/{app_id}/data", p.private(p.data))
 	mux.HandleFunc("GET /apps/{app_id}/connections", p.private(p.connections))
@@ -281,6 +285,10 @@ var funcs = template.FuncMap{
 		return ""
 	},
 	"hastime": func(t any) bool { _, ok := timeOf(t); return ok },
+	// usd is an amount in micro-USD as dollars; sub places the usage
+	// chart's labels.
+	"usd": func(micro int64) string { return fmt.Sprintf("$%.2f", usage.MicroToUSD(micro)) },
+	"sub": func(a, b float64) float64 { return a - b },
 }
 
 func timeOf(t any) (time.Time, bool) {
