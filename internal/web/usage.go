@@ -15,9 +15,9 @@ import (
 // The chart's drawing area, in SVG user units (the SVG scales to the
 // page's width through its viewBox).
 const (
-	chartW, chartH       = 640.0, 220.0
-	chartLeft, chartBase = 56.0, 190.0 // room for the y labels and the day labels
-	chartTop             = 10.0
+	chartW, chartH       = 640.0, 240.0
+	chartLeft, chartBase = 56.0, 196.0 // room for the y labels, the day labels and the x axis's title
+	chartTop             = 28.0        // room for the y axis's title
 )
 
 // chart is a bar chart of a report's days, ready for the template.

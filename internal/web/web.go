@@ -287,8 +287,10 @@ var funcs = template.FuncMap{
 	"hastime": func(t any) bool { _, ok := timeOf(t); return ok },
 	// usd is an amount in micro-USD as dollars; sub places the usage
 	// chart's labels.
-	"usd": func(micro int64) string { return fmt.Sprintf("$%.2f", usage.MicroToUSD(micro)) },
-	"sub": func(a, b float64) float64 { return a - b },
+	"usd":  func(micro int64) string { return fmt.Sprintf("$%.2f", usage.MicroToUSD(micro)) },
+	"sub":  func(a, b float64) float64 { return a - b },
+	"add":  func(a, b float64) float64 { return a + b },
+	"half": func(a, b float64) float64 { return (a + b) / 2 },
 }
 
 func timeOf(t any) (time.Time, bool) {
