@@ -52,8 +52,22 @@ type tick struct {
 // total tokens when no row was priced (a cost of zero is not a cost).
 func dayChart(rows []usage.Row, from, to time.Time) chart {
 	c := chart{W: chartW, H: chartH, Left: chartLeft, Base: chartBase, Right: chartW - 8, Unit: "USD"}
+	start := time.Date(from.Year(), from.Month(), from.Day(), 0, 0, 0, 0, time.UTC)
+	days := max(1, int(math.Ceil(to.Sub(start).Hours()/24)))
+	slot := (c.Right - c.Left) / float64(days)
+	// The days in range, by their slot: a row outside it has no bar and
+	// neither scales the axis nor picks the unit.
+	slots := map[int]usage.Row{}
+	var order []int
 	c.Tokens = true
 	for _, r := range rows {
+		d, err := time.Parse(time.DateOnly, r.Key)
+		i := int(d.Sub(start).Hours() / 24)
+		if err != nil || i < 0 || i >= days {
+			continue
+		}
+		slots[i] = r
+		order = append(order, i)
 		if r.Priced() && r.CostMicroUSD > 0 {
 			c.Tokens = false
 		}
@@ -67,23 +81,9 @@ func dayChart(rows []usage.Row, from, to time.Time) chart {
 		}
 		return usage.MicroToUSD(r.CostMicroUSD)
 	}
-	start := time.Date(from.Year(), from.Month(), from.Day(), 0, 0, 0, 0, time.UTC)
-	days := max(1, int(math.Ceil(to.Sub(start).Hours()/24)))
-	slot := (c.Right - c.Left) / float64(days)
-	// The days in range, by their slot: a row outside it has no bar and
-	// does not scale the axis.
-	slots := map[int]usage.Row{}
-	var order []int
 	var top float64
-	for _, r := range rows {
-		d, err := time.Parse(time.DateOnly, r.Key)
-		i := int(d.Sub(start).Hours() / 24)
-		if err != nil || i < 0 || i >= days {
-			continue
-		}
-		slots[i] = r
-		order = append(order, i)
-		top = max(top, value(r))
+	for _, i := range order {
+		top = max(top, value(slots[i]))
 	}
 	top = niceCeil(top)
 	for i := 0; i <= 4; i++ {

@@ -32,7 +32,8 @@ func TestUsageChart(t *testing.T) {
 	require.Equal(t, "2026-11-20: $1.50", c.Bars[1].Label)
 
 	// Nothing priced: the bars are the tokens.
-	rows = []usage.Row{{Key: "2026-11-03", Calls: 2, InputTokens: 1200, OutputTokens: 300, UnpricedCalls: 2}}
+	rows = []usage.Row{{Key: "2026-11-03", Calls: 2, InputTokens: 1200, OutputTokens: 300, UnpricedCalls: 2},
+		{Key: "2026-12-01", Calls: 1, InputTokens: 9, CostMicroUSD: 5}} // priced, but outside the range
 	c = dayChart(rows, from, to)
 	require.True(t, c.Tokens)
 	require.Equal(t, "tokens", c.Unit)
