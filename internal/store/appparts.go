@@ -4,8 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"fmt"
-	"strings"
 	"time"
 )
 
@@ -319,12 +317,10 @@ func (s *Store) AppPartList(ctx context.Context, userID, appID string, names ...
 	args := []any{userID, appID}
 	cond := `user_id = $1 AND app_id IS NOT NULL AND ($2 = '' OR ` + s.d.cast("app_id", "text") + ` = $2)`
 	if len(names) > 0 {
-		marks := make([]string, len(names))
-		for i, n := range names {
+		cond += ` AND name IN (` + placeholders(len(args)+1, len(names)) + `)`
+		for _, n := range names {
 			args = append(args, n)
-			marks[i] = fmt.Sprintf("$%d", len(args))
 		}
-		cond += ` AND name IN (` + strings.Join(marks, ", ") + `)`
 	}
 	schema := s.d.cast("input_schema", "text")
 	q := `SELECT 0 AS kind, id, app_id, name, description, agent_type_id, ` + schema + ` AS input_schema, created_at FROM agents WHERE ` + cond + `

@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"log/slog"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -99,24 +97,11 @@ func (s *Store) multiInsert(ctx context.Context, head string, width int, rows []
 	batch := 30000 / width // under every driver's bound on parameters
 	for start := 0; start < len(rows); start += batch {
 		part := rows[start:min(start+batch, len(rows))]
-		var q strings.Builder
-		q.WriteString(head + " VALUES ")
 		args := make([]any, 0, len(part)*width)
-		for i, r := range part {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteString("(")
-			for j := range width {
-				if j > 0 {
-					q.WriteString(", ")
-				}
-				q.WriteString("$" + strconv.Itoa(len(args)+j+1))
-			}
-			q.WriteString(")")
+		for _, r := range part {
 			args = append(args, r...)
 		}
-		if _, err := s.writer().ExecContext(ctx, q.String(), args...); err != nil {
+		if _, err := s.writer().ExecContext(ctx, head+" VALUES "+tuples(len(part), width), args...); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"strings"
 )
 
 // queryAll runs a SELECT and scans every row with scan. The answer is never
@@ -106,4 +107,17 @@ func (s *Store) count(ctx context.Context, query string, args ...any) (int, erro
 	var n int
 	err := s.reader().QueryRowContext(ctx, query, args...).Scan(&n)
 	return n, err
+}
+
+// tuples is the VALUES list of a multi-row INSERT: rows tuples of width
+// parameters numbered from $1, "($1, $2), ($3, $4)" (placeholders).
+func tuples(rows, width int) string {
+	var b strings.Builder
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(" + placeholders(1+i*width, width) + ")")
+	}
+	return b.String()
 }

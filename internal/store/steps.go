@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -99,24 +97,12 @@ func (s *Store) StepsInsert(ctx context.Context, steps ...*Step) error {
 
 func (s *Store) stepsInsert(ctx context.Context, steps []*Step) error {
 	const perRow = 12
-	var values strings.Builder
 	args := make([]any, 0, perRow*len(steps))
-	for i, st := range steps {
-		if i > 0 {
-			values.WriteString(", ")
-		}
-		values.WriteString("(")
-		for c := range perRow {
-			if c > 0 {
-				values.WriteString(", ")
-			}
-			values.WriteString("$" + strconv.Itoa(len(args)+c+1))
-		}
-		values.WriteString(")")
+	for _, st := range steps {
 		args = append(args, st.ActivationID, st.Index, st.Kind, st.Name, st.ToolCallID, nullable(string(st.Input)),
 			nullable(string(st.Output)), st.Error, st.Status, nullable(string(st.Usage)), s.ts(st.StartedAt), s.tsPtr(st.EndedAt))
 	}
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO activation_steps (`+stepColumns+`) VALUES `+values.String(), args...)
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO activation_steps (`+stepColumns+`) VALUES `+tuples(len(steps), perRow), args...)
 	return mapErr(err)
 }
 
