@@ -215,11 +215,11 @@ func BenchmarkUsageQuery1M(b *testing.B) {
 			}
 			bulk := s.NewUsageBulk()
 			for n := 0; n < total; n += chunk {
-				require.NoError(b, bulk.Add(ctx, usageRecs(rng, u.ID, chunk, start, 61*24*time.Hour)))
+				require.NoError(b, bulk.Add(ctx, usageRecs(rng, u.ID, min(chunk, total-n), start, 61*24*time.Hour)))
 			}
 			require.NoError(b, bulk.Flush(ctx))
 			require.NoError(b, s.Analyze(ctx))
-			b.Logf("%s: 1M records inserted in %s", d, time.Since(began).Round(time.Second))
+			b.Logf("%s: %d records inserted in %s", d, total, time.Since(began).Round(time.Second))
 			// The daily table agrees with the records.
 			all, err := s.UsageQuery(ctx, store.UsageFilter{UserID: u.ID, From: start, To: start.AddDate(0, 3, 0), GroupBy: store.UsageByModel})
 			require.NoError(b, err)
