@@ -53,3 +53,21 @@ func TestCost(t *testing.T) {
 	// Rounded to the micro-USD.
 	require.Equal(t, int64(1), *pricing.CostOf("openai", nil, "gpt-5-nano", pricing.Tokens{Input: 10})) // 0.5
 }
+
+// A newer model whose name extends an older one's must not take the older
+// one's price through the dated-snapshot prefix: Claude Opus 4.6 is not
+// Claude Opus 4 ($15/$75) but $5/$25, Opus 5.5 not Opus 5. Claude Haiku 5.5,
+// priced by prompt length, has no default price.
+func TestNewerModelsNotPricedAsTheirPrefix(t *testing.T) {
+	for model, input := range map[string]float64{
+		"claude-opus-4-6": 5, "claude-opus-4-7": 5, "claude-opus-4-8-20260501": 5,
+		"claude-opus-5-5": 4, "claude-sonnet-5-5": 2, "claude-fable-5-2": 8,
+		"gpt-5.6-luna": 0.20, "gpt-5.4-nano-2026-03-17": 0.20, "gpt-5.1-codex-mini": 0.25,
+	} {
+		got, ok := pricing.Defaults.Lookup(model)
+		require.True(t, ok, model)
+		require.Equal(t, input, got.Input, model)
+	}
+	_, ok := pricing.Defaults.Lookup("claude-haiku-5-5")
+	require.False(t, ok)
+}
