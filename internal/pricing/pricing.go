@@ -48,16 +48,18 @@ func (p Price) Cost(t Tokens) int64 {
 }
 
 // Lookup finds model's price in t: its exact name, else the longest name
-// in t that model starts with followed by "-" (a dated snapshot such as
-// gpt-4o-2024-08-06 or claude-sonnet-4-5-20250929 costs what its model
-// does).
+// in t that model is a snapshot of — the name, "-" and a date or "latest"
+// (gpt-4o-2024-08-06, claude-sonnet-4-5-20250929, gpt-4-0613 cost what
+// their model does). Any other extension is another model with prices of
+// its own (o3-deep-research, claude-opus-4-6): no price rather than its
+// prefix's.
 func (t Table) Lookup(model string) (Price, bool) {
 	if p, ok := t[model]; ok {
 		return p, true
 	}
 	best, found := "", false
 	for name := range t {
-		if len(name) > len(best) && strings.HasPrefix(model, name) && model[len(name)] == '-' {
+		if len(name) > len(best) && strings.HasPrefix(model, name) && model[len(name)] == '-' && snapshot(model[len(name)+1:]) {
 			best, found = name, true
 		}
 	}
@@ -65,6 +67,30 @@ func (t Table) Lookup(model string) (Price, bool) {
 		return Price{}, false
 	}
 	return t[best], true
+}
+
+// snapshot tells whether s names a model's snapshot: "latest" or a date
+// as the vendors write them (YYYY-MM-DD, YYYYMMDD, MMDD).
+func snapshot(s string) bool {
+	if s == "latest" {
+		return true
+	}
+	switch len(s) {
+	case 4, 8:
+		return digits(s)
+	case 10:
+		return digits(s[:4]) && s[4] == '-' && digits(s[5:7]) && s[7] == '-' && digits(s[8:])
+	}
+	return false
+}
+
+func digits(s string) bool {
+	for i := range len(s) {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Echo is the provider type whose answers cost nothing to anyone and so

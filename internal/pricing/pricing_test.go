@@ -17,12 +17,17 @@ func TestLookupExactThenLongestDatedPrefix(t *testing.T) {
 		"claude-sonnet-4-20250514":   "claude-sonnet-4",
 		"claude-opus-4-5-20251101":   "claude-opus-4-5",
 		"o3-mini-2025-01-31":         "o3-mini",
+		"gpt-4-0613":                 "gpt-4",
+		"claude-3-5-sonnet-latest":   "claude-3-5-sonnet",
 	} {
 		got, ok := pricing.Defaults.Lookup(model)
 		require.True(t, ok, model)
 		require.Equal(t, pricing.Defaults[want], got, model)
 	}
-	for _, model := range []string{"echo", "gpt-4ox", "llama3", "o", "claude", "", "openai/gpt-4o"} {
+	// A name that extends a model's with anything but a snapshot's date is
+	// another model, with prices of its own: not priced as its prefix.
+	for _, model := range []string{"echo", "gpt-4ox", "llama3", "o", "claude", "", "openai/gpt-4o",
+		"o3-deep-research", "o4-mini-deep-research", "gpt-4o-mini-realtime-preview", "claude-opus-4-9"} {
 		_, ok := pricing.Defaults.Lookup(model)
 		require.False(t, ok, model)
 	}
