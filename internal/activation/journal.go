@@ -91,6 +91,7 @@ func (j *journal) Record(ctx context.Context, steps ...*store.Step) error {
 		if err := tx.UsageInsert(ctx, bills...); err != nil {
 			return err
 		}
+		j.s.afterUsage(ctx, tx, bills)
 		var evs []*events.Event
 		for _, st := range steps {
 			if st.EndedAt != nil {
@@ -180,6 +181,21 @@ func (s *Service) bill(a *store.Activation, r *store.UsageRecord) *store.UsageRe
 		r.CreatedAt = s.now()
 	}
 	return r
+}
+
+// afterUsage hands recs, recorded in tx, to the budgets once tx commits:
+// a budget they take past its warning line warns with them. A warning
+// that fails is logged; the calls are answered and recorded, the run
+// goes on.
+func (s *Service) afterUsage(ctx context.Context, tx *store.Store, recs []*store.UsageRecord) {
+	if s.Budgets == nil || len(recs) == 0 {
+		return
+	}
+	tx.AfterCommit(func() {
+		if err := s.Budgets.AfterUsage(context.WithoutCancel(ctx), recs...); err != nil {
+			s.Log.Warn("budget warning failed", "activation_id", recs[0].ActivationID, "err", err)
+		}
+	})
 }
 
 // stepEvent is the activation_step event of a's step st.

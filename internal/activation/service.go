@@ -94,14 +94,18 @@ type Deps struct {
 	// Metrics may be nil.
 	Metrics *metrics.Metrics
 	// Budgets refuses an activation while a budget that applies to it is
-	// spent (usage.Service.Admit); nil checks none.
+	// spent (usage.Service.Admit), and hears of the LLM calls its runs
+	// record; nil checks none.
 	Budgets Budgets
 }
 
 // Budgets is what activate asks of the budgets: the user's, the app's and
-// the creating key's (0: none).
+// the creating key's (0: none); and what a run tells them of the usage it
+// recorded (usage.Service.AfterUsage), after the commit, so that the call
+// crossing a budget's warning line is warned of at once.
 type Budgets interface {
 	Admit(ctx context.Context, userID, appID string, keyID int64) error
+	AfterUsage(ctx context.Context, recs ...*store.UsageRecord) error
 }
 
 // Options tune the worker side.

@@ -352,6 +352,7 @@ func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *sto
 		if err := tx.UsageInsert(ctx, usage...); err != nil {
 			return err
 		}
+		s.afterUsage(ctx, tx, usage)
 		return s.endedTx(ctx, tx, ended, agent)
 	})
 }

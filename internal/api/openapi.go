@@ -478,6 +478,7 @@ var notUUIDIds = map[string]bool{
 	"webhook_id":       true, // msg_<uuid>, the Standard Webhooks message id
 	"resource_id":      true, // any audited resource, an LLM provider (a name) included
 	"tool_call_id":     true, // the model's own (OpenAI's call_…, Anthropic's toolu_…)
+	"scope_id":         true, // a budget's: a user's or an app's uuid, or an API key's number
 	"LLMProvider.id":   true, // system providers' ids are names
 	"Step.id":          true, // a name the pipeline's author chose
 	"StepState.id":     true,

@@ -40,6 +40,7 @@ var notUUIDIds = map[string]string{
 	"provider_id":           "an LLM provider: system providers' ids are their names (echo, openai, anthropic)",
 	"webhook_id":            "the Standard Webhooks message id: msg_<uuid>",
 	"resource_id":           "any audited resource's id, an LLM provider's (a name for system ones) included",
+	"scope_id":              "a budget's: a user's or an app's uuid, or an API key's number",
 	"LLMProvider.id":        "system providers' ids are their names (echo, openai, anthropic)",
 	"Step.id":               "a pipeline step's id is a name its author chose, referenced by templates",
 	"StepState.id":          "the step's id: a name its author chose",

@@ -32,7 +32,7 @@ type usageInput struct {
 	To       string `query:"to" doc:"End, excluded (RFC 3339 time, or a UTC date: that whole day included); default now"`
 	AppID    string `query:"app_id" doc:"Only this app's calls"`
 	AgentID  string `query:"agent_id" doc:"Only this agent's calls"`
-	APIKeyID int64  `query:"api_key_id" doc:"Only the calls of activations this API key created"`
+	APIKeyID int64  `query:"api_key_id" doc:"Only the calls this API key made: of the activations, function runs and pipeline runs it started"`
 	GroupBy  string `query:"group_by" enum:"day,app,agent,model,key" default:"day" doc:"What a row sums: a UTC day (rows in date order), an app, agent, API key or model (rows by cost, dearest first)"`
 	UserID   string `query:"user_id" doc:"Admins, with X-Admin-Reason (audited): another user's usage"`
 }
@@ -89,7 +89,7 @@ func (a *API) budgetAnswer(ctx context.Context, b *store.Budget, err error) (*bu
 
 type createBudgetInput struct {
 	Body struct {
-		Scope    string  `json:"scope" enum:"user,app,key" doc:"What the budget limits: all your usage, one app's, or one API key's (the calls of activations it created)"`
+		Scope    string  `json:"scope" enum:"user,app,key" doc:"What the budget limits: all your usage, one app's, or one API key's (the calls of what it started: activations, function runs, pipeline runs)"`
 		ScopeID  string  `json:"scope_id,omitempty" required:"false" doc:"Your user id (default, for scope user), an app's id, or an API key's id"`
 		Period   string  `json:"period" enum:"day,month" doc:"UTC day or month"`
 		LimitUSD float64 `json:"limit_usd" doc:"Once spent in a period, activations and runs' LLM calls are refused (429 BudgetExceededError) until the next; budget_warning is announced at 80 %"`

@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,10 +11,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/llm/llmtest"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
+	"github.com/agentplatform/agentplatform/internal/usage"
 )
 
 // spend records an LLM call in the ledger, as the runtimes do once a call
@@ -258,5 +262,83 @@ func TestBudgetHoldsUnderConcurrentRuns(t *testing.T) {
 		rep := e.do("GET", "/api/v1/usage?group_by=app&user_id="+me, nil, bearer(tok)).expect(t, 200)
 		require.InDelta(t, float64(spent)/1e6, rep.JSON["total"].(map[string]any)["cost_usd"], 1e-9, "the report sums the ledger")
 		e.do("POST", "/api/v1/agents/"+clerk+"/activate", map[string]any{"input_data": map[string]any{"prompt": "p"}}, bearer(tok)).expect(t, 429)
+	})
+}
+
+// warningsOf are the budget_warning events of user about budget id.
+func (e *env) warningsOf(userID, budgetID string) []events.Event {
+	e.t.Helper()
+	var got []events.Event
+	require.NoError(e.t, e.srv.Events.Replay(context.Background(), userID, 0, func(ev events.Event) bool {
+		if ev.Type == usage.EventBudgetWarning && ev.Context["budget_id"] == budgetID {
+			got = append(got, ev)
+		}
+		return true
+	}))
+	return got
+}
+
+// TestBudgetWarnsAtTheCrossingCall: the one LLM call of an activation that
+// takes a budget from below 80 % to above is warned of as the activation
+// ends, with no other check to come after it — whichever way the call is
+// recorded: a plain completion's end, a tool loop's step, a script's
+// ctx.llm.complete. Once per period: the next activation warns no more.
+func TestBudgetWarnsAtTheCrossingCall(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		tok := e.signup("crossing@example.com")
+		me := e.do("GET", "/api/v1/users/me", nil, bearer(tok)).expect(t, 200).str("id")
+		fake := llmtest.NewOpenAI(t)
+		pid := e.do("POST", providersPath, map[string]any{"name": "priced", "provider_type": "openai", "base_url": fake.URL,
+			"api_key": "sk-test", "models": []string{"m"}, "prices": map[string]any{"m": map[string]any{"input": 100, "output": 100}}},
+			bearer(tok)).expect(t, 201).str("id")
+		cfg := map[string]any{"provider_id": pid, "model": "m"}
+		tools := e.importManifest(tok, toolsManifest([]map[string]any{{"type": "function", "function": "lookup"}}, cfg)).
+			expect(t, 201).str("app_id")
+		js := e.jsAgent(tok, `async function run(input, ctx) {
+			const a = await ctx.llm.complete({provider_id: input.provider, model: "m", prompt: "how much"});
+			return {text: a.text};
+		}`, 30)
+		for _, tc := range []struct {
+			name  string
+			agent string
+			input map[string]any
+		}{
+			{"completion", e.llmAgent(tok, cfg, 30).agentID, map[string]any{"prompt": "how much"}},
+			{"tool loop", e.agentNamed(tok, tools, "clerk"), map[string]any{"prompt": "how much"}},
+			{"script", js.agentID, map[string]any{"provider": pid}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				activate := func(token string) string {
+					id := e.do("POST", "/api/v1/agents/"+tc.agent+"/activate", map[string]any{"input_data": tc.input}, bearer(token)).
+						expect(t, 201).str("activation_id")
+					r := e.await(token, id)
+					require.Equal(t, "completed", r.str("status"), r.JSON)
+					return id
+				}
+				// What the call costs, made with the session: no key's.
+				recs := e.ledger(activate(tok))
+				require.Len(t, recs, 1)
+				require.NotNil(t, recs[0].CostMicroUSD)
+				cost := *recs[0].CostMicroUSD
+				// A key budget the call takes to 85 %.
+				key, keyID := e.key(tok, map[string]any{"name": tc.name, "scopes": []string{"write:all", "read:all"}})
+				limit := float64(cost) / 0.85 / 1e6
+				budget := e.do("POST", "/api/v1/budgets", map[string]any{"scope": "key", "scope_id": strconv.FormatInt(keyID, 10),
+					"period": "day", "limit_usd": limit}, bearer(tok)).expect(t, 201).str("id")
+
+				activate(key)
+				require.Eventually(t, func() bool { return len(e.warningsOf(me, budget)) == 1 }, 5*time.Second, 20*time.Millisecond,
+					"warned with the call that crossed 80 %")
+				w := e.warningsOf(me, budget)[0]
+				require.Equal(t, float64(cost)/1e6, w.Context["spent_usd"])
+				require.Equal(t, fmt.Sprint(keyID), w.Context["scope_id"])
+
+				activate(key) // over the limit now, admitted below it
+				time.Sleep(50 * time.Millisecond)
+				require.Len(t, e.warningsOf(me, budget), 1, "once per period")
+			})
+		}
 	})
 }

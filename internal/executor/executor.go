@@ -65,9 +65,12 @@ type Run struct {
 
 // Budgets decides whether a run may make its next LLM call: an error
 // (usage.BudgetExceeded) fails the run while a budget that applies to it
-// is spent. The runtimes call it before every LLM call.
+// is spent. The runtimes call Allow before every LLM call, and AfterUsage
+// with the calls they record themselves, once committed, so that the call
+// crossing a budget's warning line is warned of at once.
 type Budgets interface {
 	Allow(ctx context.Context, run *Run) error
+	AfterUsage(ctx context.Context, recs ...*store.UsageRecord) error
 }
 
 // Journal is the step record of a run that goes in steps (an LLM agent

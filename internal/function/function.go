@@ -31,8 +31,19 @@ type Apps interface {
 	ListApp(ctx context.Context, c *auth.Caller, appID string) (string, error)
 }
 
+// Budgets refuses a run while a budget that applies to it — the user's,
+// the app's, the calling key's (0: none) — is spent (usage.Service.Admit).
+type Budgets interface {
+	Admit(ctx context.Context, userID, appID string, keyID int64) error
+}
+
 // Service is the functions domain.
 type Service struct {
+	// Budgets refuses a direct execution while a budget that applies to
+	// it is spent (429); nil checks none. Its LLM calls are checked one by
+	// one all the same, as every run's are.
+	Budgets Budgets
+
 	store *store.Store
 	auth  *auth.Service
 	apps  Apps
@@ -156,11 +167,20 @@ func (s *Service) Execute(ctx context.Context, c *auth.Caller, appID, id string,
 	if err != nil {
 		return nil, err
 	}
-	return s.execute(ctx, f, input, nil)
+	if s.Budgets != nil {
+		if err := s.Budgets.Admit(ctx, f.UserID, f.AppID, c.KeyID); err != nil {
+			return nil, err
+		}
+	}
+	return s.execute(ctx, f, input, nil, c.KeyID)
 }
 
-// Step names the pipeline step an execution runs for.
-type Step struct{ RunID, StepID string }
+// Step names the pipeline step an execution runs for, and the API key its
+// run was started with (0: none), which the step's LLM calls count to.
+type Step struct {
+	RunID, StepID string
+	APIKeyID      int64
+}
 
 // ExecuteStep runs the function called ref (its name, or its id) of the
 // user's app, as step of a pipeline run does. A step has one execution:
@@ -238,12 +258,16 @@ func (s *Service) executeOnce(ctx context.Context, userID, appID, ref string, o 
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	return s.execute(ctx, f, input, &o)
+	var keyID int64
+	if o.step != nil {
+		keyID = o.step.APIKeyID
+	}
+	return s.execute(ctx, f, input, &o, keyID)
 }
 
 // execute runs f with input; o, when not nil, is what the execution runs
-// for.
-func (s *Service) execute(ctx context.Context, f *store.Function, input json.RawMessage, o *origin) (*Execution, error) {
+// for; its LLM calls count to API key keyID (0: none).
+func (s *Service) execute(ctx context.Context, f *store.Function, input json.RawMessage, o *origin, keyID int64) (*Execution, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}")
 	}
@@ -268,7 +292,8 @@ func (s *Service) execute(ctx context.Context, f *store.Function, input json.Raw
 	if runErr == nil {
 		cfg, _ := json.Marshal(map[string]string{"runtime": "javascript", "code": f.Code})
 		res, runErr = s.run.Execute(runCtx, &executor.Run{Kind: executor.Execution, ID: e.ID, UserID: f.UserID, AppID: f.AppID,
-			FunctionID: f.ID, CreatedAt: e.CreatedAt, Input: input, Config: cfg, TimeoutSeconds: f.TimeoutSeconds, IdempotencyKey: key})
+			FunctionID: f.ID, CreatedAt: e.CreatedAt, Input: input, Config: cfg, TimeoutSeconds: f.TimeoutSeconds, IdempotencyKey: key,
+			APIKeyID: keyID})
 	}
 	cause := context.Cause(runCtx)
 	cancel()

@@ -74,6 +74,12 @@ type Functions interface {
 	ExecuteStep(ctx context.Context, userID, appID, ref string, step function.Step, input json.RawMessage) (*function.Execution, error)
 }
 
+// Budgets refuses a run while a budget that applies to it — the user's,
+// the app's, the starting key's (0: none) — is spent (usage.Service.Admit).
+type Budgets interface {
+	Admit(ctx context.Context, userID, appID string, keyID int64) error
+}
+
 // EventBus records events in a transaction (events.Bus).
 type EventBus interface {
 	Record(ctx context.Context, tx *store.Store, evs ...*events.Event) error
@@ -83,7 +89,11 @@ type EventBus interface {
 type Service struct {
 	// Quotas bound a pipeline's steps (AP_QUOTA_PIPELINE_STEPS); New sets
 	// the defaults.
-	Quotas    quota.Limits
+	Quotas quota.Limits
+	// Budgets refuses to start a run while a budget that applies to it is
+	// spent (429); nil checks none. Its steps' activations and LLM calls
+	// are checked as every one is.
+	Budgets   Budgets
 	store     *store.Store
 	auth      *auth.Service
 	apps      Apps
@@ -275,6 +285,11 @@ func (s *Service) Start(ctx context.Context, c *auth.Caller, id string, input js
 	if len(input) == 0 || string(input) == "null" {
 		input = json.RawMessage("{}")
 	}
+	if s.Budgets != nil {
+		if err := s.Budgets.Admit(ctx, p.UserID, p.AppID, c.KeyID); err != nil {
+			return nil, err
+		}
+	}
 	var def []apps.Step
 	_ = json.Unmarshal(p.Steps, &def)
 	states := make([]StepState, len(def))
@@ -284,7 +299,7 @@ func (s *Service) Start(ctx context.Context, c *auth.Caller, id string, input js
 	steps, _ := json.Marshal(states)
 	now := s.now()
 	r := &store.PipelineRun{ID: uuid.Must(uuid.NewV7()).String(), PipelineID: p.ID, AppID: p.AppID, UserID: p.UserID,
-		Status: StatusQueued, Input: input, Definition: p.Steps, Steps: steps, CreatedAt: now, UpdatedAt: now}
+		Status: StatusQueued, Input: input, Definition: p.Steps, Steps: steps, CreatedAt: now, UpdatedAt: now, APIKeyID: c.KeyID}
 	err = s.store.InTx(ctx, func(tx *store.Store) error {
 		if err := tx.PipelineRunCreate(ctx, r); err != nil {
 			return err

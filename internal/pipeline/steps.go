@@ -138,7 +138,7 @@ func (s *Service) execStep(ctx context.Context, w *where, def apps.Step, input j
 		return s.startAgent(ctx, w, def, input)
 	}
 	runID, step := w.run.ID, w.step
-	e, err := s.functions.ExecuteStep(ctx, w.run.UserID, w.run.AppID, def.Ref, function.Step{RunID: runID, StepID: def.ID}, input)
+	e, err := s.functions.ExecuteStep(ctx, w.run.UserID, w.run.AppID, def.Ref, function.Step{RunID: runID, StepID: def.ID, APIKeyID: w.run.APIKeyID}, input)
 	if err != nil {
 		if ctx.Err() != nil {
 			return err // stopping: River runs the step again
@@ -172,7 +172,8 @@ func (s *Service) startAgent(ctx context.Context, w *where, def apps.Step, input
 	if agentID == "" {
 		return s.finishStep(ctx, w.run.ID, w.step, stepEnd{err: fmt.Sprintf("agent %q not found in the app", def.Ref)})
 	}
-	caller := &auth.Caller{UserID: w.run.UserID, Kind: auth.KindSession, AppID: w.run.AppID}
+	// The step's calls count to the key that started the run.
+	caller := &auth.Caller{UserID: w.run.UserID, Kind: auth.KindSession, AppID: w.run.AppID, KeyID: w.run.APIKeyID}
 	a, _, err := s.acts.Create(ctx, caller, activation.Request{AgentID: agentID, AppID: w.run.AppID, InputData: input,
 		Context:        map[string]any{"pipeline_run_id": w.run.ID, "pipeline_step": def.ID},
 		IdempotencyKey: fmt.Sprintf("pipeline-%s-%d", w.run.ID, w.step)})

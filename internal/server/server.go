@@ -229,6 +229,7 @@ func (s *Server) build(ctx context.Context) error {
 	s.Executors = executor.NewRegistry(llmExec, js,
 		runtimes.NewWebhook(s.Egress, s.Config.PublicURL+"/api/v1", s.Apps.WebhookSecret))
 	s.Functions = function.New(s.Store, s.Auth, s.Apps, js)
+	s.Functions.Budgets = s.Usage
 	s.Authenticators = authenticator.New(s.Store, s.Auth, s.Apps, s.Secrets)
 	// An authenticator's connections are revoked at the provider before it
 	// goes (the rows would go with it anyway).
@@ -247,6 +248,7 @@ func (s *Server) build(ctx context.Context) error {
 		Credentials: credential.Tools{Service: s.Credentials}}
 	s.Pipelines = pipeline.New(s.Store, s.Auth, s.Apps, s.Activations, s.Functions, s.Events, s.Queue, s.Log)
 	s.Pipelines.Quotas = s.Config.Quotas
+	s.Pipelines.Budgets = s.Usage
 	// A pipeline's agent step moves its run on when its activation ends.
 	s.Activations.EndHooks = append(s.Activations.EndHooks, s.Pipelines.EndHook)
 	// A dead worker's pipeline steps come back with its activations.

@@ -29,24 +29,29 @@ type PipelineRun struct {
 	// the claims of the current step.
 	WorkerID string
 	Attempt  int
+	// APIKeyID is the API key that started the run (0: a session): its
+	// steps' LLM calls count to it.
+	APIKeyID int64
 }
 
-const pipelineRunColumns = `id, pipeline_id, app_id, user_id, status, input, definition, steps, current, output, error, created_at, updated_at, worker_id, attempt`
+const pipelineRunColumns = `id, pipeline_id, app_id, user_id, status, input, definition, steps, current, output, error, created_at, updated_at, worker_id, attempt, api_key_id`
 
 func scanPipelineRun(row interface{ Scan(...any) error }, r *PipelineRun) error {
 	var input, def, steps, output []byte
 	var errText, worker sql.NullString
+	var keyID sql.NullInt64
 	err := row.Scan(&r.ID, &r.PipelineID, &r.AppID, &r.UserID, &r.Status, &input, &def, &steps, &r.Current, &output, &errText, &r.CreatedAt, &r.UpdatedAt,
-		&worker, &r.Attempt)
+		&worker, &r.Attempt, &keyID)
 	r.Input, r.Definition, r.Steps, r.Output, r.Error, r.WorkerID = input, def, steps, output, errText.String, worker.String
+	r.APIKeyID = keyID.Int64
 	return err
 }
 
 // PipelineRunCreate inserts r.
 func (s *Store) PipelineRunCreate(ctx context.Context, r *PipelineRun) error {
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO pipeline_runs (`+pipelineRunColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL, $10, $11, $12, $13)`,
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO pipeline_runs (`+pipelineRunColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, NULL, $10, $11, $12, $13, $14)`,
 		r.ID, r.PipelineID, r.AppID, r.UserID, r.Status, jsonOr(r.Input, "null"), string(r.Definition), string(r.Steps), r.Current, s.ts(r.CreatedAt), s.ts(r.UpdatedAt),
-		nullable(r.WorkerID), r.Attempt)
+		nullable(r.WorkerID), r.Attempt, nullableID(r.APIKeyID))
 	return mapErr(err)
 }
 

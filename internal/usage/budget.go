@@ -246,20 +246,35 @@ func (s *Service) Allow(ctx context.Context, run *executor.Run) error {
 	return s.Admit(ctx, run.UserID, run.AppID, run.APIKeyID)
 }
 
-// AfterUsage warns of the budgets rec's call took past WarnAt. The ledger
-// may call it after recording usage, so that a warning comes with the
-// call that crossed the line; without it the warning comes at the next
-// check of the same budgets (Admit, before the next call or activation),
-// which is where this package sends it today.
-func (s *Service) AfterUsage(ctx context.Context, rec *store.UsageRecord) error {
+// AfterUsage warns of the budgets recs' calls took past WarnAt: the
+// ledger hands it each call once it is recorded (after the commit), so
+// that the warning comes with the call that crossed the line, not at the
+// next check of the same budgets. Scopes no budget applies to are known
+// from Admit's memory (unbudgeted.go): most calls cost no query here.
+func (s *Service) AfterUsage(ctx context.Context, recs ...*store.UsageRecord) error {
 	now := s.now()
-	list, err := s.store.BudgetsApplying(ctx, rec.UserID, rec.AppID, rec.APIKeyID, store.UsageDay(now))
-	if err != nil {
-		return err
-	}
-	for i := range list {
-		if err := s.warn(ctx, &list[i], now); err != nil {
+	seen := make(map[scopeKey]bool, 1)
+	for _, rec := range recs {
+		scope := scopeKey{rec.UserID, rec.AppID, rec.APIKeyID}
+		if seen[scope] {
+			continue
+		}
+		seen[scope] = true
+		none, forgets := s.none.known(scope, now)
+		if none {
+			continue
+		}
+		list, err := s.store.BudgetsApplying(ctx, rec.UserID, rec.AppID, rec.APIKeyID, store.UsageDay(now))
+		if err != nil {
 			return err
+		}
+		if len(list) == 0 {
+			s.none.remember(scope, now, forgets)
+		}
+		for i := range list {
+			if err := s.warn(ctx, &list[i], now); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

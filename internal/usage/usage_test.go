@@ -273,6 +273,40 @@ func TestNoBudgetIsRemembered(t *testing.T) {
 	})
 }
 
+// TestAfterUsageWarns: a recorded call that takes a budget past 80 % is
+// warned of as it is handed over, once; where no budget was found to
+// apply lately, handing a call over asks the database nothing.
+func TestAfterUsageWarns(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		f := newFixture(t, d)
+		b, err := f.svc.CreateBudget(ctx, f.c, usage.BudgetInput{Scope: "app", ScopeID: f.app.ID, Period: "day", LimitUSD: 0.001})
+		require.NoError(t, err)
+		rec := &store.UsageRecord{UserID: f.user.ID, AppID: f.app.ID}
+		f.spend(t, 700, 0)
+		require.NoError(t, f.svc.AfterUsage(ctx, rec))
+		require.Empty(t, f.warnings(t), "70 %: no warning")
+		f.spend(t, 150, 0)
+		require.NoError(t, f.svc.AfterUsage(ctx, rec, rec))
+		require.NoError(t, f.svc.AfterUsage(ctx, rec))
+		w := f.warnings(t)
+		require.Len(t, w, 1, "85 %: one warning")
+		require.Equal(t, b.ID, w[0].Context["budget_id"])
+
+		// No budget applied when last checked: none is looked for, so one
+		// made elsewhere (straight into the store) is not seen yet.
+		other := newFixture(t, d)
+		require.NoError(t, other.svc.Admit(ctx, other.user.ID, other.app.ID, 0))
+		now := store.Now()
+		require.NoError(t, other.s.BudgetCreate(ctx, &store.Budget{ID: uuid.NewString(), UserID: other.user.ID, Scope: "user",
+			ScopeID: other.user.ID, Period: "day", LimitMicroUSD: 1000, CreatedAt: now, UpdatedAt: now}))
+		other.spend(t, 900, 0)
+		require.NoError(t, other.svc.AfterUsage(ctx, &store.UsageRecord{UserID: other.user.ID, AppID: other.app.ID}))
+		require.Empty(t, other.warnings(t), "no budget remembered: not asked")
+	})
+}
+
 // TestReportFilterOfADeletedApp: an app deleted since its calls is still
 // reported on (what was spent stays spent); an app that never spent and
 // does not exist is a 404, as another user's is.

@@ -456,7 +456,11 @@ func (j *JavaScript) recordUsage(ctx context.Context, run *executor.Run, res *ll
 		r.ActivationID, r.AgentID = run.ID, run.AgentID
 	}
 	ctx = context.WithoutCancel(ctx)
-	return j.Store.InTx(ctx, func(tx *store.Store) error { return tx.UsageInsert(ctx, r) })
+	if err := j.Store.InTx(ctx, func(tx *store.Store) error { return tx.UsageInsert(ctx, r) }); err != nil {
+		return err
+	}
+	j.LLM.afterUsage(ctx, r)
+	return nil
 }
 
 // fetchOptions is ctx.http.fetch's second argument.

@@ -227,6 +227,18 @@ func (e *LLM) allow(ctx context.Context, run *executor.Run) error {
 	return e.Budgets.Allow(ctx, run)
 }
 
+// afterUsage hands recs, recorded, to the budgets: a budget they take past
+// its warning line warns with them. A warning that fails is logged; the
+// call is answered and recorded, the run goes on.
+func (e *LLM) afterUsage(ctx context.Context, recs ...*store.UsageRecord) {
+	if e.Budgets == nil {
+		return
+	}
+	if err := e.Budgets.AfterUsage(ctx, recs...); err != nil {
+		e.Log.Warn("budget warning failed", "user_id", recs[0].UserID, "err", err)
+	}
+}
+
 // Complete calls client, retrying transient provider errors with growing,
 // jittered delays while ctx lasts. JavaScript's ctx.llm.complete uses it
 // too, so both see providers alike.
