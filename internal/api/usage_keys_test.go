@@ -52,6 +52,15 @@ func TestKeysOfFunctionsAndPipelines(t *testing.T) {
 		e.do("POST", "/api/v1/functions/"+fn+"/execute", map[string]any{"input": map[string]any{"who": "me"}}, bearer(tok)).expect(t, 200)
 		require.Equal(t, 3.0, keyCalls(), "a session's calls are no key's")
 
+		// The function as an agent's tool: the agent's two LLM calls and the
+		// function's count to the key that activated the agent.
+		clerk := e.do("POST", "/api/v1/apps/"+appID+"/agents", map[string]any{"name": "clerk", "agent_type_id": "llm", "version": "1.0.0",
+			"agent_config": map[string]any{"provider_id": "echo", "model": "echo", "tools": []map[string]any{{"type": "function", "function": "asks"}}}},
+			bearer(tok)).expect(t, 201).str("agent_id")
+		r = e.activateWait(key, clerk, `call asks {"who":"tool"}`)
+		require.Equal(t, "completed", r.str("status"), r.JSON)
+		require.Equal(t, 6.0, keyCalls(), "a function run as a tool counts to the key of its agent's activation")
+
 		// A spent key budget refuses the key's function runs and pipeline
 		// runs, not the session's.
 		budget := e.do("POST", "/api/v1/budgets", map[string]any{"scope": "key", "scope_id": strconv.FormatInt(keyID, 10), "period": "day",

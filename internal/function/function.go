@@ -201,11 +201,11 @@ func (s *Service) ExecuteStep(ctx context.Context, userID, appID, ref string, st
 // the key as ctx.execution.idempotency_key. The result is the output; an
 // input that fails the function's input_schema is a validation error, and
 // a failed execution an error whose text is the function's error.
-func (s *Service) RunTool(ctx context.Context, userID, appID, ref, idempotencyKey string, input json.RawMessage) (json.RawMessage, error) {
+func (s *Service) RunTool(ctx context.Context, userID, appID, ref, idempotencyKey string, apiKeyID int64, input json.RawMessage) (json.RawMessage, error) {
 	if idempotencyKey == "" {
 		return nil, errors.New("function: a tool call needs its idempotency key")
 	}
-	e, err := s.executeOnce(ctx, userID, appID, ref, origin{key: idempotencyKey}, input)
+	e, err := s.executeOnce(ctx, userID, appID, ref, origin{key: idempotencyKey, apiKeyID: apiKeyID}, input)
 	if err != nil {
 		return nil, err
 	}
@@ -216,11 +216,12 @@ func (s *Service) RunTool(ctx context.Context, userID, appID, ref, idempotencyKe
 }
 
 // origin is what an execution runs for, when it must run once: a pipeline
-// step or a tool call (by its idempotency key); neither for a plain
-// execution.
+// step or a tool call (by its idempotency key, its LLM calls counting to
+// apiKeyID, its activation's key); neither for a plain execution.
 type origin struct {
-	step *Step
-	key  string
+	step     *Step
+	key      string
+	apiKeyID int64
 }
 
 // executionID is the execution id of o: the same for every delivery of
@@ -258,7 +259,7 @@ func (s *Service) executeOnce(ctx context.Context, userID, appID, ref string, o 
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
-	var keyID int64
+	keyID := o.apiKeyID
 	if o.step != nil {
 		keyID = o.step.APIKeyID
 	}

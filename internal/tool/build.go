@@ -212,7 +212,7 @@ func (t *functionTool) Call(ctx context.Context, c Call) (json.RawMessage, error
 	if t.functions == nil {
 		return nil, errors.New("function tools are not available here")
 	}
-	return t.functions.RunTool(ctx, c.Run.UserID, c.Run.AppID, t.id, c.IdempotencyKey, arguments(c))
+	return t.functions.RunTool(ctx, c.Run.UserID, c.Run.AppID, t.id, c.IdempotencyKey, c.Run.APIKeyID, arguments(c))
 }
 
 // agentTool runs another agent of the app as a child activation.

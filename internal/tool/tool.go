@@ -98,7 +98,7 @@ type Tool interface {
 
 // FunctionRunner runs a function of an app for a tool call (function.Service).
 type FunctionRunner interface {
-	RunTool(ctx context.Context, userID, appID, ref, idempotencyKey string, input json.RawMessage) (json.RawMessage, error)
+	RunTool(ctx context.Context, userID, appID, ref, idempotencyKey string, apiKeyID int64, input json.RawMessage) (json.RawMessage, error)
 }
 
 // AgentRunner runs another agent as a child activation of parent and
