@@ -5,6 +5,16 @@
 # on the `openai` system provider pointed at the fake LLM.
 #
 #   scripts/yardstick.sh [-n 2000] [-c 64] [--runtime llm|javascript] [--limit] [--profile SECONDS]
+#   scripts/yardstick.sh --scale W [-u USERS] [-n N] [-c C]
+#   scripts/yardstick.sh --inflight DELAY [-n N] [-c C]
+#
+# --scale runs the PostgreSQL mode (../shared/bench/scale.sh) on a fresh
+# database: W=0 one `serve`, else `serve --no-worker` plus W `worker`
+# processes, the runs spread over USERS users; it prints platform and
+# PostgreSQL CPU per run. --inflight runs the slow-LLM mode
+# (../shared/bench/inflight.sh): an LLM that answers after DELAY (e.g. 2s),
+# N runs submitted C at a time to one `serve` on SQLite (defaults there:
+# -n 4000 -c 2000), printing runs/s, latency and peak RSS.
 #
 # --runtime javascript measures a JavaScript custom agent instead (it answers
 # from its input: no LLM call, so the driver's LLM requests per run read 0).
@@ -15,17 +25,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH=${BENCH:-../shared/bench}
-N=2000 C=64 LIMIT=0 PROFILE=0 RUNTIME=llm
+N=2000 C=64 LIMIT=0 PROFILE=0 RUNTIME=llm SCALE= USERS=1 INFLIGHT= SIZED=()
 while [ $# -gt 0 ]; do
   case $1 in
-    -n) N=$2; shift 2 ;;
-    -c) C=$2; shift 2 ;;
+    -n) N=$2; SIZED+=(-n "$2"); shift 2 ;;
+    -c) C=$2; SIZED+=(-c "$2"); shift 2 ;;
+    -u) USERS=$2; shift 2 ;;
+    --scale) SCALE=$2; shift 2 ;;
+    --inflight) INFLIGHT=$2; shift 2 ;;
     --runtime) RUNTIME=$2; shift 2 ;;
     --limit) LIMIT=1; shift ;;
     --profile) PROFILE=$2; shift 2 ;;
-    *) echo "usage: $0 [-n N] [-c C] [--runtime llm|javascript] [--limit] [--profile SECONDS]" >&2; exit 2 ;;
+    *) echo "usage: $0 [-n N] [-c C] [--runtime llm|javascript] [--limit] [--profile SECONDS] | --scale W [-u U] | --inflight DELAY" >&2; exit 2 ;;
   esac
 done
+BENCH=$(cd "$BENCH" && pwd)
+# The other two modes are the shared scripts, run from this checkout.
+[ -n "$SCALE" ] && exec "$BENCH/scale.sh" -w "$SCALE" -u "$USERS" "${SIZED[@]}"
+[ -n "$INFLIGHT" ] && exec "$BENCH/inflight.sh" -d "$INFLIGHT" "${SIZED[@]}"
 OUT=$(mktemp -d /tmp/yardstick.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; cp "$OUT/server.log" /tmp/yardstick.server.log; rm -rf "$OUT"; }
