@@ -64,19 +64,20 @@ func (s *Service) Agent(ctx context.Context, c *auth.Caller, agentID string) (*s
 // system agent; anything else is ErrAgentNotFound. An agent of a disabled
 // app is ErrAppDisabled, a disabled agent ErrAgentDisabled (both 409).
 func (s *Service) VisibleAgent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error) {
-	a, err := s.visibleAgent(ctx, c, agentID, "use")
+	var appStatus string
+	a, err := s.visibleAgentWith(ctx, c, agentID, "use", func(id string) (*store.Agent, error) {
+		a, status, err := s.store.AgentGetWithApp(ctx, id)
+		appStatus = status
+		return a, err
+	})
 	if err != nil {
 		return nil, err
 	}
 	if !a.IsSystem {
-		app, err := s.store.AppGet(ctx, a.AppID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, ErrAgentNotFound // deleted meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		if app.Status == StatusDisabled {
+		switch appStatus {
+		case "":
+			return nil, ErrAgentNotFound // the app was deleted meanwhile
+		case StatusDisabled:
 			return nil, ErrAppDisabled
 		}
 	}
@@ -87,10 +88,15 @@ func (s *Service) VisibleAgent(ctx context.Context, c *auth.Caller, agentID stri
 }
 
 func (s *Service) visibleAgent(ctx context.Context, c *auth.Caller, agentID, action string) (*store.Agent, error) {
+	return s.visibleAgentWith(ctx, c, agentID, action, func(id string) (*store.Agent, error) { return s.store.AgentGet(ctx, id) })
+}
+
+// visibleAgentWith is visibleAgent reading the agent with get.
+func (s *Service) visibleAgentWith(ctx context.Context, c *auth.Caller, agentID, action string, get func(id string) (*store.Agent, error)) (*store.Agent, error) {
 	if uuid.Validate(agentID) != nil {
 		return nil, ErrAgentNotFound
 	}
-	a, err := s.store.AgentGet(ctx, agentID)
+	a, err := get(agentID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrAgentNotFound
 	}

@@ -92,6 +92,26 @@ func (s *Store) AgentGet(ctx context.Context, id string) (*Agent, error) {
 	return &a, mapErr(err)
 }
 
+// AgentGetWithApp is AgentGet with the status of the agent's app ("" for
+// a system agent, or when the app is gone), read in the same statement:
+// activate needs both, on every call.
+func (s *Store) AgentGetWithApp(ctx context.Context, id string) (*Agent, string, error) {
+	var a Agent
+	var appStatus sql.NullString
+	err := scanAgent(withColumns{s.reader().QueryRowContext(ctx, `SELECT `+agentColumns+`,
+		(SELECT status FROM apps WHERE apps.id = agents.app_id) FROM agents WHERE id = $1`, id), []any{&appStatus}}, &a)
+	return &a, appStatus.String, mapErr(err)
+}
+
+// withColumns scans a row's further columns into extra, after those its
+// scanner reads: a query of one table's columns and something more.
+type withColumns struct {
+	row   interface{ Scan(...any) error }
+	extra []any
+}
+
+func (w withColumns) Scan(dest ...any) error { return w.row.Scan(append(dest, w.extra...)...) }
+
 // AgentGetByName returns app appID's agent called name, or the system
 // agent called name when appID is empty; ErrNotFound otherwise.
 func (s *Store) AgentGetByName(ctx context.Context, appID, name string) (*Agent, error) {

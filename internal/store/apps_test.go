@@ -206,3 +206,30 @@ func TestAgentInputSchemaStored(t *testing.T) {
 		require.Nil(t, got.InputSchema)
 	})
 }
+
+// TestAgentGetWithApp: the agent and its app's status in one read.
+func TestAgentGetWithApp(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		u := newUser(t, s, "with-app@example.com", false)
+		app := newApp(t, s, u.ID, "with-app")
+		ag := newAgent(t, s, app, "triage", "sorts")
+
+		got, status, err := s.AgentGetWithApp(ctx, ag.ID)
+		require.NoError(t, err)
+		require.Equal(t, ag.ID, got.ID)
+		require.Equal(t, "triage", got.Name)
+		require.Equal(t, "active", status)
+
+		app.Status, app.UpdatedAt = "disabled", store.Now()
+		require.NoError(t, s.AppUpdate(ctx, app))
+		_, status, err = s.AgentGetWithApp(ctx, ag.ID)
+		require.NoError(t, err)
+		require.Equal(t, "disabled", status)
+
+		_, _, err = s.AgentGetWithApp(ctx, uuid.NewString())
+		require.ErrorIs(t, err, store.ErrNotFound)
+	})
+}
