@@ -19,9 +19,10 @@ import (
 // the read that checks one (by its hash's unique index, joined to its
 // activation's status) is what a session costs. The status join makes the
 // key refused by whatever ended the activation, a reaper or a cancel on
-// another node included, even before the end's own transaction deletes
-// the row (EndAgentKey). Agent keys cannot hold long-lived connections
-// (Hold): the WebSocket and the streams are not theirs to open.
+// another node included, with nothing to delete at the end: the rows of
+// ended runs go hourly (CleanupSessions), so an end, which nearly never
+// had a key, asks nothing of agent_keys. Agent keys cannot hold long-lived
+// connections (Hold): the WebSocket and the streams are not theirs to open.
 
 // ErrInvalidAgentKey answers an agent key that is unknown or whose run has
 // ended.
@@ -47,12 +48,6 @@ func (s *Service) IssueAgentKey(ctx context.Context, a *store.Activation) (strin
 // ErrActivationEnded is IssueAgentKey's answer for an activation that is
 // not running (or has no app).
 var ErrActivationEnded = errors.New("auth: no agent key: the activation is not running")
-
-// EndAgentKey deletes the key of activation a in tx, the transaction that
-// records its end (an activation end hook).
-func (s *Service) EndAgentKey(ctx context.Context, tx *store.Store, a *store.Activation) error {
-	return tx.AgentKeyDelete(ctx, a.ID)
-}
 
 func (s *Service) authenticateAgentKey(ctx context.Context, token string) (*Caller, error) {
 	changes := s.holds.gen.Load()

@@ -39,7 +39,7 @@ func runningActivation(t *testing.T, st *store.Store, userID string) *store.Acti
 
 // TestAgentKeyLifetime: an agent key authenticates as its user, bound to
 // its app and activation, while the activation runs; it is refused at once
-// when the activation ends, whether or not the end deleted it yet, and a
+// when the activation ends (its row goes with the hourly cleanup), and a
 // new run of the activation replaces it.
 func TestAgentKeyLifetime(t *testing.T) {
 	t.Parallel()
@@ -67,12 +67,8 @@ func TestAgentKeyLifetime(t *testing.T) {
 		_, err = s.Hold(ctx, c)
 		require.ErrorIs(t, err, auth.ErrForbidden, "an agent key holds no connection")
 
-		require.NoError(t, st.InTx(ctx, func(tx *store.Store) error {
-			if _, _, err := tx.ActivationFinish(ctx, a.ID, store.Outcome{Status: store.StatusCompleted, CompletedAt: store.Now()}); err != nil {
-				return err
-			}
-			return s.EndAgentKey(ctx, tx, a)
-		}))
+		_, _, err = st.ActivationFinish(ctx, a.ID, store.Outcome{Status: store.StatusCompleted, CompletedAt: store.Now()})
+		require.NoError(t, err)
 		_, err = s.Authenticate(ctx, key)
 		require.ErrorIs(t, err, auth.ErrInvalidAgentKey)
 		require.True(t, apperr.Is(err, apperr.Authentication))
@@ -95,6 +91,19 @@ func TestAgentKeyLifetime(t *testing.T) {
 		// A run that starts after its activation ended gets no key.
 		_, err = s.IssueAgentKey(ctx, b)
 		require.ErrorIs(t, err, auth.ErrActivationEnded)
+
+		// The hourly cleanup deletes the rows of ended runs' keys, not of
+		// running ones.
+		running := runningActivation(t, st, owner.UserID)
+		live, err := s.IssueAgentKey(ctx, running)
+		require.NoError(t, err)
+		_, err = s.CleanupSessions(ctx)
+		require.NoError(t, err)
+		var rows int
+		require.NoError(t, st.DB().QueryRowContext(ctx, `SELECT COUNT(*) FROM agent_keys`).Scan(&rows))
+		require.Equal(t, 1, rows, "only the running activation's key is left")
+		_, err = s.Authenticate(ctx, live)
+		require.NoError(t, err)
 
 		// Unknown keys, and a disabled account's.
 		_, err = s.Authenticate(ctx, auth.PrefixAgentKey+"nope")

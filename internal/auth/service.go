@@ -195,9 +195,15 @@ func (s *Service) AuditLog(ctx context.Context, limit, offset int) ([]store.Audi
 	return s.store.AuditList(ctx, limit, offset)
 }
 
-// CleanupSessions deletes expired sessions; a periodic job calls it.
+// CleanupSessions deletes expired sessions, and the agent keys of runs
+// that ended (refused already); a periodic job calls it hourly.
 func (s *Service) CleanupSessions(ctx context.Context) (int64, error) {
-	return s.store.SessionDeleteExpired(ctx, s.now())
+	n, err := s.store.SessionDeleteExpired(ctx, s.now())
+	if err != nil {
+		return n, err
+	}
+	keys, err := s.store.AgentKeyDeleteEnded(ctx)
+	return n + keys, err
 }
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -237,8 +237,6 @@ func (s *Server) build(ctx context.Context) error {
 	s.Activations = activation.New(activation.Deps{
 		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks, Metrics: s.Metrics,
 		Agents: s.Apps, Executors: s.Executors, Budgets: s.Usage,
-		// A run's agent key ends with its activation, whatever ends it.
-		EndHooks: []activation.EndHook{s.Auth.EndAgentKey},
 	}, activation.Options{WorkerID: workerID, Concurrency: s.Config.Workers, HeartbeatEvery: s.opts.HeartbeatEvery, DeadAfter: s.opts.DeadAfter})
 	// An LLM agent's tools run functions, other agents (child activations),
 	// HTTP calls and remote MCP servers' tools through the egress guard.

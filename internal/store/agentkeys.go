@@ -54,10 +54,16 @@ func (s *Store) AgentKeyGetByHash(ctx context.Context, hash []byte) (*AgentKey, 
 	return &k, &u, nil
 }
 
-// AgentKeyDelete deletes the key of an activation, if it has one.
-func (s *Store) AgentKeyDelete(ctx context.Context, activationID string) error {
-	_, err := s.writer().ExecContext(ctx, `DELETE FROM agent_keys WHERE activation_id = $1`, activationID)
-	return err
+// AgentKeyDeleteEnded deletes the keys whose activation no longer runs
+// (those keys open nothing already: AgentKeyGetByHash) and returns how
+// many it deleted.
+func (s *Store) AgentKeyDeleteEnded(ctx context.Context) (int64, error) {
+	res, err := s.writer().ExecContext(ctx, `DELETE FROM agent_keys WHERE NOT EXISTS (
+		SELECT 1 FROM activations a WHERE a.id = agent_keys.activation_id AND a.status = 'running')`)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // AgentKeysValid returns which of userID's activations among those given
