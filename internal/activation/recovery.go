@@ -91,6 +91,9 @@ type Recovery struct {
 	running atomic.Bool
 	// worker is the Worker StartRecovery started for it, stopped with it.
 	worker *Worker
+	// suspects are the activations the last sweep found running under
+	// this worker's id but run by nothing here (loop only; see strays).
+	suspects map[string]bool
 }
 
 // Recovery is the reaper service (see Recovery).
@@ -155,6 +158,7 @@ func (r *Recovery) loop(ctx context.Context) {
 			r.svc.refreshPaused(ctx)
 		case <-t.C:
 			r.reap(ctx)
+			r.strays(ctx)
 		}
 	}
 }
@@ -229,6 +233,43 @@ func (r *Recovery) reap(ctx context.Context) {
 	}
 }
 
+// strays hands back the activations that run under this worker's id in
+// the database but are run by nothing on this process: without a River
+// job behind a fast-path run (local.go), a run lost while the process
+// lives would otherwise stay running for good. A run is tracked before the
+// commit that claims it and until its end is recorded, so only a moment
+// between two of its own transactions (a run giving itself up to wait)
+// looks untracked: one is handed back only when two sweeps a heartbeat
+// apart both found it.
+func (r *Recovery) strays(ctx context.Context) {
+	s := r.svc
+	ids, err := s.Store.ActivationsRunningOn(ctx, s.opts.WorkerID)
+	if err != nil {
+		s.Log.Warn("find this worker's lost activations", "err", err)
+		return
+	}
+	found := map[string]bool{}
+	var lost []string
+	for _, id := range ids {
+		if _, here := s.running.Load(id); here {
+			continue
+		}
+		found[id] = true
+		if r.suspects[id] {
+			lost = append(lost, id)
+		}
+	}
+	r.suspects = found
+	if len(lost) == 0 {
+		return
+	}
+	if err := s.requeue(ctx, s.opts.WorkerID, lost); err != nil {
+		s.Log.Error("hand back this worker's lost activations", "err", err)
+		return
+	}
+	s.Log.Warn("activations this worker had lost track of were handed back", "activations", len(lost))
+}
+
 func (s *Service) runDeadWorkerHooks(ctx context.Context, workerID string) (int, error) {
 	total := 0
 	for _, h := range s.DeadWorkerHooks {
@@ -253,6 +294,12 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 	if err != nil {
 		return 0, err
 	}
+	return len(ids), s.requeue(ctx, workerID, ids)
+}
+
+// requeue re-queues (with a fresh job) or, past MaxAttempts, fails each of
+// activations ids that still runs under workerID.
+func (s *Service) requeue(ctx context.Context, workerID string, ids []string) error {
 	for _, id := range ids {
 		err := s.Store.InTx(ctx, func(tx *store.Store) error {
 			a, err := tx.ActivationGet(ctx, id)
@@ -270,16 +317,17 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 			if ok, err := tx.ActivationRequeue(ctx, id); err != nil || !ok {
 				return err
 			}
-			// The dead worker's job is stuck "running" in River until its
-			// rescuer retries it, and the retry's claim will be a no-op: a
-			// fresh job brings the activation back now.
+			// A job behind it (a dead worker's is stuck "running" in River
+			// until its rescuer retries it, and the retry's claim is a
+			// no-op; a fast-path run has none): a fresh job brings the
+			// activation back now.
 			return s.enqueue(ctx, tx, a)
 		})
 		if err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return len(ids), nil
+	return nil
 }
 
 func (s *Service) runningCount() int {

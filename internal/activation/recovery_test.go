@@ -228,3 +228,30 @@ func (b *bundle) fetched(t *testing.T, worker string) string {
 	require.NoError(t, err)
 	return a.ID
 }
+
+// TestLostLocalRunsComeBack: an activation running under this live
+// worker's id that no run of this process holds (a fast-path run has no
+// River job behind it) is handed back by the worker's own sweep, after
+// two sweeps found it, and completes; one this process runs is left alone.
+func TestLostLocalRunsComeBack(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, true, activation.Options{WorkerID: "self-" + uuid.NewString(), HeartbeatEvery: 50 * time.Millisecond,
+			DeadAfter: time.Hour})
+		ctx := context.Background()
+		r, err := b.svc.StartRecovery(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { r.Stop(context.Background()) })
+
+		lost := &store.Activation{ID: uuid.NewString(), UserID: b.caller.UserID, AppID: b.agent.AppID, AgentID: b.agent.ID,
+			Status: store.StatusQueued, InputData: json.RawMessage(`{"prompt":"hi"}`), Priority: 2, CreatedAt: store.Now()}
+		require.NoError(t, b.store.ActivationCreate(ctx, lost))
+		_, ok, err := b.store.ActivationClaim(ctx, lost.ID, b.svc.WorkerID(), store.Now())
+		require.NoError(t, err)
+		require.True(t, ok)
+
+		a := awaitEnd(t, b.store, lost.ID)
+		require.Equal(t, store.StatusCompleted, a.Status)
+		require.Equal(t, 2, a.Attempt, "handed back once, then run")
+	})
+}
