@@ -58,12 +58,11 @@ type Waiting struct {
 }
 
 // journal is the executor.Journal of one run of activation a on this
-// process: r is the run, jobID its fast-path job (0 for none).
+// process: r is the run.
 type journal struct {
-	s     *Service
-	a     *store.Activation
-	r     *tracked
-	jobID int64
+	s *Service
+	a *store.Activation
+	r *tracked
 }
 
 func (j *journal) Steps(ctx context.Context) ([]store.Step, error) {
@@ -152,9 +151,6 @@ func (j *journal) Wait(ctx context.Context, w *executor.Wait) error {
 		}
 		if !ok {
 			return errNotRunning
-		}
-		if err := s.dropJob(ctx, tx, j.jobID); err != nil {
-			return err
 		}
 		if _, err := s.Queue.InsertTx(ctx, tx, WaitTimeoutArgs{WaitpointID: wp.ID},
 			&river.InsertOpts{ScheduledAt: wp.ExpiresAt, MaxAttempts: 10}); err != nil {

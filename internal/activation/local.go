@@ -4,13 +4,11 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/telemetry"
-	"github.com/riverqueue/river"
 )
 
 // The local fast path. A transactional insert does not wake River's
@@ -20,12 +18,12 @@ import (
 // is a worker with room for it, the creating transaction also claims it for
 // this process (queued, then running at once: both events are written), and
 // the process runs it as soon as one of its AP_WORKERS slots is free.
-// Durability is unchanged: the activation and its job still commit
-// together. The job is inserted scheduled for deferFor later, so River
-// leaves it alone, and the transaction that records the end deletes it. If
-// the process dies, the reaper re-queues its claimed activations with a
-// fresh job within a minute, and a deferred job that comes due finds its
-// activation no longer queued and does nothing.
+// Such a run has no River job: the activation row, running under this
+// worker's id, is what stands for it. A stopping process hands its runs
+// back with a job that is due now (handBack); when the process dies, any
+// worker's reaper (a restarted one included) re-queues them with a fresh
+// job once its heartbeat is DeadAfter old; and a run this live process
+// lost track of (a bug) comes back through its own sweep (strays).
 type local struct {
 	// claims bounds the activations this process has claimed and not yet
 	// executed to AP_WORKERS, so that one claimed here (running) waits for
@@ -44,10 +42,6 @@ type local struct {
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 }
-
-// deferFor is when a locally run activation's job becomes due: after the
-// 30 s in which a dead worker is noticed, plus a heartbeat.
-const deferFor = 45 * time.Second
 
 func (s *Service) startLocal() {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -107,12 +101,16 @@ func (s *Service) waitSlot(ctx context.Context, owner string) (release func(), e
 // the creating transaction claims it. The run outlives the request that
 // created it (ctx), but continues its trace, when there is one.
 func (s *Service) trackLocal(ctx context.Context, id string) *tracked {
-	return s.track(telemetry.Continue(s.local.Load().ctx, ctx), id)
+	r := s.track(telemetry.Continue(s.local.Load().ctx, ctx), id)
+	if r != nil {
+		r.local = true
+	}
+	return r
 }
 
 // runLocal runs an activation the creating transaction claimed for this
 // process, tracked as r; release frees its claim once it has executed.
-func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, jobID int64, release func()) {
+func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, release func()) {
 	l := s.local.Load()
 	l.wg.Add(1)
 	go func() {
@@ -125,18 +123,10 @@ func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, 
 			}
 			return func() { free(); release() }, nil
 		}
-		if err := s.runClaimed(l.ctx, r, a, agent, jobID, slot); err != nil && err != errShutdown {
+		if err := s.runClaimed(l.ctx, r, a, agent, slot); err != nil && err != errShutdown {
 			s.Log.Error("run activation", "activation_id", a.ID, "err", err)
 		}
 	}()
-}
-
-// deferredOpts is the job of an activation about to run locally: a safety
-// net, cancelled when the activation ends.
-func deferredOpts(priority int) *river.InsertOpts {
-	opts := jobOpts(priority)
-	opts.ScheduledAt = time.Now().Add(deferFor)
-	return opts
 }
 
 // refreshPaused follows the queue's pause state, which an admin may set on

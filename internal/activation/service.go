@@ -240,20 +240,16 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		claimed.Status, claimed.StartedAt, claimed.WorkerID, claimed.Attempt = store.StatusRunning, &a.CreatedAt, s.opts.WorkerID, 1
 		evs = append(evs, s.event(events.ActivationStarted, &claimed))
 	}
-	var jobID int64
 	err = s.Store.InTx(ctx, func(tx *store.Store) error {
 		if err := tx.ActivationCreate(ctx, &claimed); err != nil {
 			return err
 		}
-		opts := jobOpts(a.Priority)
-		if release != nil {
-			opts = deferredOpts(a.Priority)
+		// One claimed here runs here and needs no job (local.go).
+		if release == nil {
+			if err := s.enqueue(ctx, tx, a); err != nil {
+				return err
+			}
 		}
-		res, err := s.Queue.InsertTx(ctx, tx, Args{ActivationID: a.ID, UserID: a.UserID}, opts)
-		if err != nil {
-			return err
-		}
-		jobID = res.Job.ID
 		ptrs := make([]*events.Event, len(evs))
 		for i := range evs {
 			ptrs[i] = &evs[i]
@@ -277,7 +273,7 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		return nil, false, err
 	}
 	if release != nil {
-		s.runLocal(run, &claimed, agent, jobID, release)
+		s.runLocal(run, &claimed, agent, release)
 	}
 	return a, false, nil
 }

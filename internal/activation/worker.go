@@ -102,7 +102,7 @@ func (s *Service) run(ctx context.Context, job Args, release func()) error {
 		return err // a == nil: not queued (or resumable) any more, cancelled, or a duplicate job
 	}
 	held := func(context.Context) (func(), error) { return release, nil }
-	return s.runClaimed(ctx, r, a, nil, 0, held)
+	return s.runClaimed(ctx, r, a, nil, held)
 }
 
 // tracked is a run that Cancel on this node reaches through s.running.
@@ -112,6 +112,9 @@ type tracked struct {
 	cancel context.CancelCauseFunc
 	// resumed: the run comes back from a wait, which paused its timeout.
 	resumed bool
+	// local: claimed by the creating transaction (the fast path), so no
+	// River job stands behind it.
+	local bool
 }
 
 // track registers a run of activation id, under ctx, for Cancel on this
@@ -142,14 +145,13 @@ func (s *Service) untrack(r *tracked) {
 // end. slot waits for an execution slot and returns what frees it, which
 // happens as soon as the agent has run: recording the end needs no slot.
 // r is the run, tracked since before a was claimed (track), and ended
-// here. agent is a's agent when the caller has it, else nil; jobID is the
-// fast path's deferred job (deleted at the end), else 0.
-func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, jobID int64, slot func(context.Context) (func(), error)) error {
+// here. agent is a's agent when the caller has it, else nil.
+func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, slot func(context.Context) (func(), error)) error {
 	defer s.untrack(r)
 	if agent == nil {
 		var err error
 		if agent, err = s.Store.AgentGet(ctx, a.AgentID); err != nil {
-			return s.finish(ctx, a, nil, jobID, nil, fmt.Errorf("load agent: %w", err))
+			return s.finish(ctx, a, nil, nil, fmt.Errorf("load agent: %w", err))
 		}
 	}
 	// Cancel on this node interrupts the run through runCtx, whether it
@@ -168,7 +170,7 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	if r.resumed {
 		var err error
 		if limit, err = s.timeLeft(ctx, a, timeout); err != nil {
-			return s.finish(ctx, a, agent, jobID, nil, fmt.Errorf("read the run's waits: %w", err))
+			return s.finish(ctx, a, agent, nil, fmt.Errorf("read the run's waits: %w", err))
 		}
 	}
 	release, runErr := slot(runCtx)
@@ -182,7 +184,7 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	if runErr == nil {
 		execCtx, stopTimer := context.WithTimeoutCause(runCtx, limit, errTimedOut)
 		stopWatch := s.watchCancel(execCtx, a.ID, cancel)
-		res, runErr = s.execute(execCtx, r, a, agent, jobID)
+		res, runErr = s.execute(execCtx, r, a, agent)
 		s.Events.EndTokens(a.UserID, a.ID)
 		cause = context.Cause(execCtx)
 		stopWatch()
@@ -191,31 +193,27 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	}
 	switch {
 	case runErr == nil:
-		return s.finish(ctx, a, agent, jobID, res, nil)
+		return s.finish(ctx, a, agent, res, nil)
 	case errors.Is(runErr, executor.ErrWaiting):
 		// Recorded by the journal with everything it needs: nothing holds
 		// the run until its answer queues it again.
 		return nil
 	case errors.Is(cause, errCancelled):
-		// Cancel already recorded the end; finish finds it ended and only
-		// drops the fast path's deferred job.
-		if jobID == 0 {
-			return nil
-		}
-		return s.finish(ctx, a, agent, jobID, res, runErr)
+		// Cancel already recorded the end.
+		return nil
 	case errors.Is(cause, errTimedOut):
-		return s.finish(ctx, a, agent, jobID, res, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
+		return s.finish(ctx, a, agent, res, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
 	case ctx.Err() != nil:
 		// The process is stopping: hand the activation back; River retries
 		// the job, here or on another worker.
 		hand, cancelHand := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancelHand()
-		if err := s.handBack(hand, a, jobID); err != nil {
+		if err := s.handBack(hand, a, r.local); err != nil {
 			s.Log.Error("hand back activation", "activation_id", a.ID, "err", err)
 		}
 		return errShutdown
 	default:
-		return s.finish(ctx, a, agent, jobID, res, runErr)
+		return s.finish(ctx, a, agent, res, runErr)
 	}
 }
 
@@ -275,7 +273,7 @@ func (s *Service) watchCancel(ctx context.Context, id string, cancel context.Can
 // returned it, except for what the databases cannot store (NUL, invalid
 // UTF-8: U+FFFD instead). agent is the activation's agent when the run
 // loaded it, else nil. ctx ends when the process stops.
-func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, res *executor.Result, runErr error) error {
+func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.Agent, res *executor.Result, runErr error) error {
 	if res == nil {
 		res = &executor.Result{}
 	}
@@ -290,9 +288,9 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.
 		s.bill(a, r)
 	}
 	// The result must be saved even when the run's context is gone.
-	err := s.recordEnd(context.WithoutCancel(ctx), a, agent, jobID, o, res.Usage)
+	err := s.recordEnd(context.WithoutCancel(ctx), a, agent, o, res.Usage)
 	if err != nil {
-		err = s.retryEnd(ctx, a, agent, jobID, o, res.Usage, err)
+		err = s.retryEnd(ctx, a, agent, o, res.Usage, err)
 	}
 	return err
 }
@@ -310,7 +308,7 @@ const ErrNotStored = "The activation ended but its result could not be stored"
 //
 // The usage of the calls whose answers the run got goes with either: the
 // provider was paid for them, whatever became of the output.
-func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, o store.Outcome, usage []*store.UsageRecord, err error) error {
+func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *store.Agent, o store.Outcome, usage []*store.UsageRecord, err error) error {
 	save := context.WithoutCancel(ctx)
 	fallback := store.Outcome{Status: store.StatusFailed, Error: ErrNotStored, CompletedAt: o.CompletedAt}
 	delay := 100 * time.Millisecond
@@ -324,10 +322,10 @@ func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *stor
 		case <-t.C:
 		}
 		delay = min(2*delay, 10*time.Second)
-		if err = s.recordEnd(save, a, agent, jobID, o, usage); err == nil {
+		if err = s.recordEnd(save, a, agent, o, usage); err == nil {
 			return nil
 		}
-		if s.recordEnd(save, a, agent, jobID, fallback, usage) == nil {
+		if s.recordEnd(save, a, agent, fallback, usage) == nil {
 			s.Log.Warn("activation failed: its result could not be stored", "activation_id", a.ID, "err", err)
 			return nil
 		}
@@ -338,16 +336,14 @@ func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *stor
 // webhook, and the usage of the LLM calls no step recorded, and publishes
 // the event after commit. An end recorded already (a cancel) records none
 // of it.
-func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *store.Agent, jobID int64, o store.Outcome, usage []*store.UsageRecord) error {
+func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *store.Agent, o store.Outcome, usage []*store.UsageRecord) error {
 	return s.Store.InTx(ctx, func(tx *store.Store) error {
 		ended, ok, err := tx.ActivationFinish(ctx, a.ID, o)
 		if err != nil {
 			return err
 		}
-		// Ended here, by a cancel or handed to another worker with a job
-		// of its own: the deferred job is not needed in any case.
-		if err := s.dropJob(ctx, tx, jobID); err != nil || !ok {
-			return err
+		if !ok {
+			return nil // ended already: by a cancel, or by the run this one was handed to
 		}
 		if err := tx.UsageInsert(ctx, usage...); err != nil {
 			return err
@@ -385,28 +381,14 @@ func (s *Service) endedTx(ctx context.Context, tx *store.Store, a *store.Activat
 	return nil
 }
 
-// dropJob deletes a fast-path activation's deferred job in tx: it is no
-// longer needed once the end is recorded. Deleting, not cancelling, leaves
-// no row for River's cleaner to remove a day later. A job River has
-// already started (it came due while the activation still ran here) is
-// left alone: it finds the activation ended and does nothing.
-func (s *Service) dropJob(ctx context.Context, tx *store.Store, jobID int64) error {
-	if jobID == 0 {
-		return nil
-	}
-	return s.Queue.DeleteTx(ctx, tx, jobID)
-}
-
 // handBack returns a running activation to the queue when this process
 // stops before it ends: River runs it again, here after a restart or on
-// another worker. A fast-path job is replaced by one that is due now.
-func (s *Service) handBack(ctx context.Context, a *store.Activation, jobID int64) error {
+// another worker. A River run's job is retried by River; a local run
+// (the fast path) has none, and gets one that is due now.
+func (s *Service) handBack(ctx context.Context, a *store.Activation, local bool) error {
 	return s.Store.InTx(ctx, func(tx *store.Store) error {
 		ok, err := tx.ActivationRequeue(ctx, a.ID)
-		if err != nil || !ok || jobID == 0 {
-			return err
-		}
-		if err := s.dropJob(ctx, tx, jobID); err != nil {
+		if err != nil || !ok || !local {
 			return err
 		}
 		return s.enqueue(ctx, tx, a)
@@ -466,7 +448,7 @@ func mustJSON(v any) json.RawMessage {
 
 // execute runs the agent through its executor: its output_data, and its
 // logs (a custom agent's), kept whether it failed or not.
-func (s *Service) execute(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, jobID int64) (*executor.Result, error) {
+func (s *Service) execute(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent) (*executor.Result, error) {
 	e, err := s.Executors.For(agent.AgentTypeID, agent.Config)
 	if err != nil {
 		return nil, err
@@ -484,7 +466,7 @@ func (s *Service) execute(ctx context.Context, r *tracked, a *store.Activation, 
 		AgentID: a.AgentID, ChatID: a.ChatID, CreatedAt: a.CreatedAt, Input: a.InputData, Context: a.Context,
 		Metadata: a.Metadata, Config: agent.Config, TimeoutSeconds: agent.TimeoutSeconds, AgentKey: key,
 		OnDelta: func(text string) { s.Events.PublishDelta(ctx, a.UserID, a.ID, cleantext.String(text)) },
-		Journal: &journal{s: s, a: a, r: r, jobID: jobID}, APIKeyID: a.APIKeyID})
+		Journal: &journal{s: s, a: a, r: r}, APIKeyID: a.APIKeyID})
 	if res == nil {
 		res = &executor.Result{}
 	}

@@ -209,21 +209,6 @@ func (q *Queue) InsertTx(ctx context.Context, tx *store.Store, args river.JobArg
 	return q.client.InsertTx(rctx, rtx, args, opts)
 }
 
-// DeleteTx deletes job id in tx's transaction. A job already gone, or
-// running now, is left alone: it finds its work done.
-func (q *Queue) DeleteTx(ctx context.Context, tx *store.Store, id int64) error {
-	var err error
-	if rctx, rtx, ok := tx.RiverTx(ctx); ok {
-		_, err = q.client.JobDeleteTx(rctx, rtx, id)
-	} else {
-		_, err = q.client.JobDelete(ctx, id)
-	}
-	if errors.Is(err, river.ErrNotFound) || errors.Is(err, rivertype.ErrJobRunning) {
-		return nil
-	}
-	return err
-}
-
 // InsertMany inserts jobs on their own, in one statement.
 func (q *Queue) InsertMany(ctx context.Context, jobs []river.InsertManyParams) error {
 	if len(jobs) == 0 {
