@@ -425,7 +425,9 @@ func TestPipelineRunEvents(t *testing.T) {
 		bobRun := e.runPipeline(bob, e.createPipeline(bob, bobApp, "mine", step("a", "function", "shout", map[string]any{"text": "b"})), nil).str("run_id")
 		first := readEvent(t, bobs)
 		require.Equal(t, bobRun, first["run_id"])
-		require.EqualValues(t, 1, first["seq"], "seq is per user")
+		if d == store.SQLite {
+			require.EqualValues(t, 1, first["seq"], "seq is per user (dense there: the user's counter)")
+		}
 	})
 }
 

@@ -108,7 +108,8 @@ type Bus struct {
 	mu      sync.RWMutex
 	subs    map[string]*userStream // by user (order.go)
 	stopped bool
-	fills   sync.WaitGroup // gap fills under way (order.go)
+	fills   sync.WaitGroup // gap fills and ticks under way (order.go)
+	horizon horizonTicker  // sparse seqs' live delivery (horizon.go)
 
 	chMu    sync.Mutex
 	channel string // NOTIFY channel, resolved on first need
@@ -137,8 +138,8 @@ func New(s *store.Store, log *slog.Logger) *Bus {
 
 // Append assigns the events' Seq and stores them inside the caller's
 // transaction (tx from store.InTx; nil runs its own); they must be of one
-// user. Publish them after the commit. Append once per transaction, as its
-// last statement: it locks the user's counter until the commit.
+// user. Publish them after the commit. Seqs increase per user but have
+// holes on PostgreSQL (store.EventAppend).
 func (b *Bus) Append(ctx context.Context, tx *store.Store, evs ...*Event) error {
 	if tx == nil {
 		tx = b.store

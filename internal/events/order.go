@@ -7,17 +7,28 @@ import (
 	"time"
 )
 
-// A user's events commit in seq order (Append holds the user's counter row
-// until the commit, and a rolled-back transaction gives its numbers back,
-// so seqs have no holes), but they are published after their commits by as
+// A client that resumes from the last seq it received must have received
+// every seq before it, and its replay (Bus.Replay) must meet its live
+// stream without a gap. Events are published after their commits by as
 // many goroutines as run activations, and other nodes' arrive through
-// batched notifications: this node hears them in any order. A client that
-// resumes from the last seq it received must have received every seq before
-// it, so each user with subscribers on this node has a userStream that hands
-// the events out in seq order. An event ahead of a gap waits for the ones in
-// between; a gap that lasts gapWait (a publisher descheduled, a slow
-// notification, a dropped one) is filled from the store. Token fragments
-// have no seq and pass straight through.
+// batched notifications: this node hears them in any order. So each user
+// with subscribers on this node has a userStream that hands the events out
+// in seq order. Token fragments have no seq and pass straight through.
+//
+// On SQLite seqs are dense and commit in order (the user's counter, one
+// writer): an event ahead of a gap waits for the ones in between, and a gap
+// that lasts gapWait (a publisher descheduled) is filled from the store.
+//
+// On PostgreSQL a seq comes from its transaction's id (store.EventAppend):
+// seqs have holes, and a transaction with a lower one may commit after one
+// with a higher. An event is final once the store's horizon (the oldest
+// transaction still open) has passed it: nothing will ever be stored below
+// it. So the stream holds published events until then (horizon.go): once
+// per tick, one statement reads the node's horizon and, for the users with
+// held events, which seqs the store has below it; the held ones go out in
+// order, and one the store has but nobody published (a node died between
+// commit and publish, a notification dropped or late) is read from the
+// store once it has been missing for gapWait.
 
 const (
 	// gapWait is how long an event waits for its predecessors to be
@@ -41,47 +52,74 @@ type userStream struct {
 	based bool            // next is set
 	next  int64           // the seq to hand out next; 0: the first one to come
 	held  map[int64]Event // arrived ahead of next
-	// timer fills the gap at next once it has lasted gapWait.
+	// timer fills the gap at next once it has lasted gapWait (dense).
 	timer   *time.Timer
 	armed   bool
 	filling bool
 	gone    bool // removed from the bus
+
+	// sparse: seqs have holes and become final at the horizon (PostgreSQL,
+	// horizon.go). missing is when the first seq the store has below the
+	// horizon but nobody published was noticed; overflow, that more than
+	// maxHeld events waited.
+	sparse   bool
+	missing  time.Time
+	overflow bool
 }
 
 func newUserStream(b *Bus, user string) *userStream {
 	return &userStream{bus: b, user: user, ready: make(chan struct{}),
-		subs: map[*Subscription]struct{}{}, held: map[int64]Event{}}
+		subs: map[*Subscription]struct{}{}, held: map[int64]Event{}, sparse: b.store.MultiNode()}
 }
 
-// start sets where the stream begins: after the last seq committed now.
-// Every event up to it is in the store, for the subscribers' replay; every
-// later one is published after this and goes out live, in order.
+// start sets where the stream begins: next, below which every event is
+// final and in the store, for the subscribers' replay; every event from next
+// on is either in the tail read with it (sparse: committed already, perhaps
+// published before the stream existed) or published after this, and goes
+// out live, in order.
 func (us *userStream) start() {
 	ctx, cancel := context.WithTimeout(context.Background(), notifyTimeout)
-	last, err := us.bus.store.EventLastSeq(ctx, us.user)
+	next, tail, err := us.bus.store.EventTail(ctx, us.user)
 	cancel()
 	us.mu.Lock()
 	us.based = true
 	if err != nil {
 		// Best effort: in order from the first event that comes.
-		us.bus.log.Warn("events: read the last seq; live events start from the next to come", "user_id", us.user, "err", err)
+		us.bus.log.Warn("events: read where the stream starts; live events start from the next to come", "user_id", us.user, "err", err)
 		for seq := range us.held {
 			if us.next == 0 || seq < us.next {
 				us.next = seq
 			}
 		}
 	} else {
-		us.next = last + 1
+		us.next = next
 		for seq := range us.held {
 			if seq < us.next {
 				delete(us.held, seq)
 			}
 		}
+		for i := range tail {
+			if _, ok := us.held[tail[i].Seq]; ok {
+				continue
+			}
+			ev, err := fromRow(&tail[i])
+			if err != nil {
+				us.bus.log.Warn("events: decode a stored event", "err", err)
+				continue
+			}
+			us.held[ev.Seq] = ev
+		}
 	}
-	us.drain()
+	kick := us.sparse && len(us.held) > 0
+	if !us.sparse {
+		us.drain()
+	}
 	empty := len(us.subs) == 0
 	us.mu.Unlock()
 	close(us.ready)
+	if kick {
+		us.bus.horizon.kick(us.bus)
+	}
 	if empty {
 		us.bus.prune(us)
 	}
@@ -90,6 +128,12 @@ func (us *userStream) start() {
 // accept takes a published event; it reports whether the stream may have
 // lost its last subscriber.
 func (us *userStream) accept(ev Event) (empty bool) {
+	kick := false
+	defer func() {
+		if kick { // after the unlock: kick takes the bus's lock
+			us.bus.horizon.kick(us.bus)
+		}
+	}()
 	us.mu.Lock()
 	defer us.mu.Unlock()
 	if us.gone {
@@ -98,6 +142,15 @@ func (us *userStream) accept(ev Event) (empty bool) {
 	if ev.Seq == 0 {
 		us.fanout(ev)
 		return len(us.subs) == 0
+	}
+	if us.sparse {
+		if us.based && ev.Seq < us.next {
+			return false // out already, or in the replay
+		}
+		us.held[ev.Seq] = ev
+		us.overflow = us.overflow || len(us.held) > maxHeld
+		kick = true
+		return false
 	}
 	if us.based && us.next == 0 {
 		us.next = ev.Seq

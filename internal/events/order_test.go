@@ -24,7 +24,9 @@ func commitAll(t *testing.T, b *events.Bus, s *store.Store, evs ...events.Event)
 
 // TestDeliveryInSeqOrder: events published in any order reach subscribers
 // in seq order; a gap whose events are never published is filled from the
-// store; events committed before Subscribe are left to the replay.
+// store; events committed before Subscribe are left to the replay (on
+// PostgreSQL, unless another transaction still open made them not final
+// yet: then they come live too, and a client drops them by seq).
 func TestDeliveryInSeqOrder(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
@@ -44,8 +46,12 @@ func TestDeliveryInSeqOrder(t *testing.T) {
 			event(user, events.ActivationCompleted, "a", ""), event(user, events.ActivationCompleted, "b", ""))
 		b.Publish(ctx, evs[2], evs[3], evs[1], evs[0])
 		b.PublishDelta(ctx, user, evs[0].ActivationID, "tok") // no seq: not held back
-		for _, want := range evs {
-			require.Equal(t, want.Seq, receive(t, sub).Seq)
+		for i, want := range evs {
+			got := receive(t, sub)
+			if i == 0 && got.Seq == early[0].Seq && d == store.Postgres {
+				got = receive(t, sub)
+			}
+			require.Equal(t, want.Seq, got.Seq)
 		}
 		require.Equal(t, evs[1].Seq, receive(t, byApp).Seq, "filters apply after ordering")
 		require.Equal(t, evs[3].Seq, receive(t, byApp).Seq)

@@ -31,11 +31,22 @@ func TestReplayToAClientThatNeverReads(t *testing.T) {
 			user := newUser(t, s)
 			ctx := context.Background()
 			output, _ := json.Marshal(strings.Repeat("x", 500<<10))
+			var last int64
 			for range 40 {
 				ev := event(user, events.ActivationCompleted, "app1", "")
 				ev.OutputData = output
 				require.NoError(t, bus.Append(ctx, nil, &ev))
+				last = ev.Seq
 			}
+			// History, not live: on PostgreSQL events are the replay's once
+			// final, when every older transaction of the cluster (another
+			// test's) has ended; before that they would come live, through
+			// the subscriber's buffer.
+			require.Eventually(t, func() bool {
+				seq, err := s.EventLastSeq(ctx, user)
+				require.NoError(t, err)
+				return seq >= last
+			}, 10*time.Second, time.Millisecond)
 			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				bus.ServeWS(w, r, events.WSRequest{UserID: user, Since: 0}, events.WSOptions{WriteTimeout: 5 * time.Second})
 			}))

@@ -143,7 +143,7 @@ func (c *committer) run(batch []*txReq) (ran, rest []*txReq) {
 		return batch, nil
 	}
 	bound := *c.store
-	bound.tx, bound.shared = tx, true
+	bound.tx, bound.shared, bound.evN = tx, true, new(int64)
 	savepoints := len(batch) > 1
 	var failed error
 	for i, r := range batch {

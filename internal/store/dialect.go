@@ -55,9 +55,17 @@ type dialect interface {
 	// jsonValue is v as jsonField's SQL compares it.
 	jsonValue(v any, compare string) any
 
-	// appendEvents bumps the user's event counter by len(rows), inserts the
-	// rows and returns the last seq handed out.
-	appendEvents(ctx context.Context, s *Store, rows []*EventRow) (int64, error)
+	// appendEvents stores the rows, all of one user, and sets their Seq,
+	// consecutive and in order; first is how many events the transaction
+	// has appended before (PostgreSQL numbers them within the transaction).
+	appendEvents(ctx context.Context, s *Store, rows []*EventRow, first int64) error
+	// eventHorizon is the SQL of a seq below which the events of the user
+	// bound at userParam are final: stored, and none will ever be added
+	// below it. Read in the same statement as the events it bounds.
+	eventHorizon(userParam string) string
+	// rebaseEvents makes sure the next seqs are above every stored one
+	// (Migrate runs it at every start).
+	rebaseEvents(ctx context.Context, db *sql.DB) error
 
 	// migrations names the dialect's migration directory and goose's
 	// dialect; riverDriver is River's driver over db.

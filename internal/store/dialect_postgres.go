@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,32 +51,68 @@ func (postgresDialect) jsonField(p, compare string) string {
 
 func (postgresDialect) jsonValue(v any, compare string) any { return v }
 
-// appendEvents bumps the counter and inserts the rows in one statement, so
-// that the counter row's lock is held for that statement and the commit.
-func (postgresDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRow) (int64, error) {
-	n := len(rows)
-	args := []any{rows[0].UserID, n}
+// appendEvents takes the seqs from the transaction's id: (xid + base) <<
+// SeqBits, plus the event's number in the transaction. No row is locked,
+// so a user's transactions never wait for each other; the rows of one
+// transaction are in order, and transactions are ordered by xid, which is
+// not commit order: eventHorizon is what makes a seq final. base
+// (event_seq_base, one row) keeps seqs above those of the counters they
+// replaced and of a restored dump (migrate.go).
+func (postgresDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRow, first int64) error {
+	args := []any{rows[0].UserID}
 	var values strings.Builder
 	for i, e := range rows {
 		if i > 0 {
 			values.WriteString(", ")
 		}
 		p := len(args)
-		fmt.Fprintf(&values, "(%d, $%d::text, $%d::uuid, $%d::text, $%d::text, $%d::jsonb, $%d::timestamptz)", i+1, p+1, p+2, p+3, p+4, p+5, p+6)
+		fmt.Fprintf(&values, "(%d, $%d::text, $%d::uuid, $%d::text, $%d::text, $%d::jsonb, $%d::timestamptz)", first+int64(i), p+1, p+2, p+3, p+4, p+5, p+6)
 		args = append(args, e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
 	}
-	var last int64
+	var prefix int64
 	err := s.writer().QueryRowContext(ctx, `
-		WITH c AS (
-			INSERT INTO event_counters (user_id, seq) VALUES ($1, $2)
-			ON CONFLICT (user_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
-			RETURNING seq),
+		WITH x AS (SELECT (pg_current_xact_id()::text::bigint + base) << `+seqBitsSQL+` AS prefix FROM event_seq_base),
 		ins AS (
 			INSERT INTO events (`+eventColumns+`)
-			SELECT $1, c.seq - $2 + v.n, v.type, v.activation_id, v.app_id, v.chat_id, v.payload, v.created_at
-			FROM c, (VALUES `+values.String()+`) AS v(n, type, activation_id, app_id, chat_id, payload, created_at))
-		SELECT seq FROM c`, args...).Scan(&last)
-	return last, err
+			SELECT $1, x.prefix + v.n, v.type, v.activation_id, v.app_id, v.chat_id, v.payload, v.created_at
+			FROM x, (VALUES `+values.String()+`) AS v(n, type, activation_id, app_id, chat_id, payload, created_at))
+		SELECT prefix FROM x`, args...).Scan(&prefix)
+	if err != nil {
+		return err
+	}
+	for i, e := range rows {
+		e.Seq = prefix + first + int64(i)
+	}
+	return nil
+}
+
+// eventHorizon is the seq prefix of the oldest transaction still open
+// (the snapshot's xmin): every transaction below it has ended, and every
+// later one gets a larger xid, so no event will ever be stored below it.
+// The snapshot is the statement's own, so what the statement reads below
+// the horizon has all committed and is all visible to it. It is the same
+// for every user: an old open transaction anywhere in the cluster holds
+// it back (delaying live delivery, never reordering it).
+func (postgresDialect) eventHorizon(string) string {
+	return "((pg_snapshot_xmin(pg_current_snapshot())::text::bigint + (SELECT base FROM event_seq_base)) << " + seqBitsSQL + ")"
+}
+
+var seqBitsSQL = strconv.Itoa(SeqBits)
+
+// rebaseEvents raises event_seq_base when the next transaction's seqs
+// would not be above every stored one: after a dump is restored into a
+// cluster whose transaction ids are lower than the source's. It runs at
+// every start, under the migration lock, and in the usual case changes
+// nothing: one probe of the events index per user.
+func (postgresDialect) rebaseEvents(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, `
+		UPDATE event_seq_base SET base = m.top + 1 - pg_snapshot_xmax(pg_current_snapshot())::text::bigint
+		FROM (SELECT COALESCE(max((SELECT max(seq) FROM events e WHERE e.user_id = u.id)), 0) >> `+seqBitsSQL+` AS top FROM users u) m
+		WHERE pg_snapshot_xmax(pg_current_snapshot())::text::bigint + base <= m.top`)
+	if err != nil {
+		return fmt.Errorf("store: rebase event seqs: %w", err)
+	}
+	return nil
 }
 
 func (postgresDialect) migrations() (string, goose.Dialect) {

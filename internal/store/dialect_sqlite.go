@@ -51,27 +51,39 @@ func (sqliteDialect) jsonValue(v any, compare string) any {
 	return 0
 }
 
-// appendEvents has no data-modifying CTE, and needs none: the one writer
-// runs one transaction at a time.
-func (sqliteDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRow) (int64, error) {
+// appendEvents bumps the user's counter and inserts the rows. It has no
+// data-modifying CTE, and needs none: the one writer runs one transaction
+// at a time, so the counter costs no waiting, and seq order is commit
+// order.
+func (sqliteDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRow, _ int64) error {
 	var last int64
 	err := s.writer().QueryRowContext(ctx, `
 		INSERT INTO event_counters (user_id, seq) VALUES ($1, $2)
 		ON CONFLICT (user_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
 		RETURNING seq`, rows[0].UserID, len(rows)).Scan(&last)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	for i, e := range rows {
+		e.Seq = last - int64(len(rows)-1-i)
 		_, err = s.writer().ExecContext(ctx, `INSERT INTO events (`+eventColumns+`)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			e.UserID, last-int64(len(rows)-1-i), e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
+			e.UserID, e.Seq, e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
 		if err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return last, nil
+	return nil
 }
+
+// eventHorizon: every committed event is final, since a user's events
+// commit in seq order; the counter bounds them all.
+func (sqliteDialect) eventHorizon(userParam string) string {
+	return "(COALESCE((SELECT seq FROM event_counters WHERE user_id = " + userParam + "), 0) + 1)"
+}
+
+// rebaseEvents: the counters carry on from the stored seqs.
+func (sqliteDialect) rebaseEvents(context.Context, *sql.DB) error { return nil }
 
 func (sqliteDialect) migrations() (string, goose.Dialect) {
 	return "migrations/sqlite", goose.DialectSQLite3

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,14 +25,23 @@ type EventRow struct {
 	CreatedAt    time.Time
 }
 
-// EventAppend assigns each row's Seq, the user's next numbers in order, and
-// stores the rows, which must all be of one user. Called inside a
-// transaction, the user's counter row stays locked until commit, so a
-// concurrent append of the same user waits and takes the next numbers: seq
-// order is commit order. That lock is what serialises a user's
-// transactions, so append once, last, just before the commit: on
-// PostgreSQL the whole append is one statement, and the lock is held for
-// that statement and the commit only.
+// SeqBits is how many low bits of a PostgreSQL seq number the events of
+// one transaction: seq = (xid + base) << SeqBits | n (dialect_postgres.go).
+// 12 bits allow 4096 events per transaction (a run's take a handful; a
+// group commit of 256 runs, a thousand) and leave 41 bits of xid before a
+// seq passes 2^53, the largest integer a JavaScript client reads exactly:
+// 2.2e12 transactions, seven years at 10,000 a second.
+const SeqBits = 12
+
+// EventAppend assigns each row's Seq and stores the rows, which must all be
+// of one user; the rows of one call take consecutive numbers, in order.
+// Seqs increase per user but need not be dense: on SQLite they come from
+// the user's counter (the one writer commits one transaction at a time, so
+// a counter costs no waiting and seq order is commit order); on PostgreSQL
+// from the appending transaction's id, so that no row is locked and a
+// user's transactions, on any node, never wait for each other. A
+// transaction may append several times. Readers see a seq only once no
+// lower one can still commit (eventHorizon).
 func (s *Store) EventAppend(ctx context.Context, rows ...*EventRow) error {
 	if len(rows) == 0 {
 		return nil
@@ -42,13 +52,14 @@ func (s *Store) EventAppend(ctx context.Context, rows ...*EventRow) error {
 		}
 	}
 	return s.InTx(ctx, func(tx *Store) error {
-		last, err := tx.d.appendEvents(ctx, tx, rows)
-		if err != nil {
+		first := *tx.evN
+		if first+int64(len(rows)) > 1<<SeqBits {
+			return fmt.Errorf("store: event append: more than %d events in one transaction", 1<<SeqBits)
+		}
+		if err := tx.d.appendEvents(ctx, tx, rows, first); err != nil {
 			return mapErr(err)
 		}
-		for i, e := range rows {
-			e.Seq = last - int64(len(rows)-1-i)
-		}
+		*tx.evN += int64(len(rows))
 		return nil
 	})
 }
@@ -66,21 +77,99 @@ func scanEvent(row interface{ Scan(...any) error }, e *EventRow) error {
 
 // EventListAfter returns up to limit of the user's events with seq > after,
 // in seq order: fewer once they hold the page budget (queryPage), so that
-// a replay holds one bounded batch at a time.
+// a replay holds one bounded batch at a time. It reads only below the
+// horizon, so what it returns is final: no event will ever be stored
+// between two it returned, nor before the first, and a reader that goes
+// on from the last seq it got misses nothing.
 func (s *Store) EventListAfter(ctx context.Context, userID string, after int64, limit int) ([]EventRow, error) {
 	return queryPage(ctx, s, scanEvent, `SELECT `+eventColumns+` FROM events
-		WHERE user_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, userID, after, limit)
+		WHERE user_id = $1 AND seq > $2 AND seq < `+s.d.eventHorizon("$1")+` ORDER BY seq LIMIT $3`, userID, after, limit)
 }
 
-// EventLastSeq returns the last seq handed out to the user (0 before the
-// first event): every event up to it has committed.
+// EventLastSeq returns a seq below which the user's events are final and
+// stored (0 before the first on SQLite): a client that replays from it
+// later gets every event that commits after this call, and perhaps a few
+// that committed just before.
 func (s *Store) EventLastSeq(ctx context.Context, userID string) (int64, error) {
-	var seq int64
-	err := s.reader().QueryRowContext(ctx, `SELECT seq FROM event_counters WHERE user_id = $1`, userID).Scan(&seq)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+	next, err := s.eventNext(ctx, userID)
+	return next - 1, err
+}
+
+func (s *Store) eventNext(ctx context.Context, userID string) (int64, error) {
+	var next int64
+	horizon := s.d.eventHorizon("$1")
+	var args []any
+	if strings.Contains(horizon, "$1") { // SQLite's is the user's
+		args = append(args, userID)
 	}
-	return seq, err
+	err := s.reader().QueryRowContext(ctx, `SELECT `+horizon, args...).Scan(&next)
+	return next, err
+}
+
+// EventTail returns where a live stream of the user's events starts: next,
+// below which every event is final and stored (EventListAfter reads
+// them), and tail, the events already stored at or above next, in seq
+// order: on PostgreSQL those of transactions that committed after the
+// oldest one still open began (none on SQLite). Every later event commits
+// after this call.
+func (s *Store) EventTail(ctx context.Context, userID string) (next int64, tail []EventRow, err error) {
+	if !s.d.multiNode() {
+		next, err = s.eventNext(ctx, userID)
+		return next, nil, err
+	}
+	rows, err := s.reader().QueryContext(ctx, `SELECT h.next, e.user_id, e.seq, e.type, e.activation_id, e.app_id, e.chat_id, e.payload, e.created_at
+		FROM (SELECT `+s.d.eventHorizon("$1")+` AS next) h
+		LEFT JOIN events e ON e.user_id = $1 AND e.seq >= h.next ORDER BY e.seq`, userID)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var seq sql.NullInt64
+		var user, typ, activationID, appID, chatID sql.NullString
+		var payload []byte
+		var created sql.NullTime
+		if err := rows.Scan(&next, &user, &seq, &typ, &activationID, &appID, &chatID, &payload, &created); err != nil {
+			return 0, nil, err
+		}
+		if seq.Valid {
+			tail = append(tail, EventRow{UserID: user.String, Seq: seq.Int64, Type: typ.String, ActivationID: activationID.String,
+				AppID: appID.String, ChatID: chatID.String, Payload: payload, CreatedAt: created.Time})
+		}
+	}
+	return next, tail, rows.Err()
+}
+
+// EventScan returns the horizon (every event below it is final and stored)
+// and, for each of users, the seqs of their stored events after the
+// matching entry of afters and below the horizon, in order: one statement
+// for a node's whole tick of live delivery (PostgreSQL only: SQLite's
+// dense seqs show what is missing without asking).
+func (s *Store) EventScan(ctx context.Context, users []string, afters []int64) (horizon int64, seqs map[string][]int64, err error) {
+	if !s.d.multiNode() {
+		return 0, nil, errors.New("store: event scan needs PostgreSQL")
+	}
+	rows, err := s.reader().QueryContext(ctx, `SELECT h.next, e.user_id::text, e.seq
+		FROM (SELECT `+s.d.eventHorizon("")+` AS next) h
+		LEFT JOIN LATERAL (SELECT e.user_id, e.seq FROM unnest($1::uuid[], $2::bigint[]) AS q(user_id, after)
+			JOIN events e ON e.user_id = q.user_id AND e.seq > q.after AND e.seq < h.next) e ON true
+		ORDER BY e.user_id, e.seq`, users, afters)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer rows.Close()
+	seqs = map[string][]int64{}
+	for rows.Next() {
+		var user sql.NullString
+		var seq sql.NullInt64
+		if err := rows.Scan(&horizon, &user, &seq); err != nil {
+			return 0, nil, err
+		}
+		if seq.Valid {
+			seqs[user.String] = append(seqs[user.String], seq.Int64)
+		}
+	}
+	return horizon, seqs, rows.Err()
 }
 
 // EventGet returns one stored event.
@@ -91,8 +180,9 @@ func (s *Store) EventGet(ctx context.Context, userID string, seq int64) (*EventR
 	return &e, mapErr(err)
 }
 
-// EventDeleteBefore removes events created before t. The counters stay: a
-// user's seq keeps increasing after their old events are gone.
+// EventDeleteBefore removes events created before t. A user's seq keeps
+// increasing after their old events are gone: SQLite's counters stay, and
+// PostgreSQL's transaction ids only grow.
 func (s *Store) EventDeleteBefore(ctx context.Context, t time.Time) (int64, error) {
 	res, err := s.writer().ExecContext(ctx, `DELETE FROM events WHERE created_at < $1`, s.ts(t))
 	if err != nil {

@@ -66,6 +66,9 @@ func (s *Store) migrate(ctx context.Context, log *slog.Logger, riverTarget int) 
 	for _, r := range results {
 		log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
 	}
+	if err := s.d.rebaseEvents(ctx, s.write); err != nil {
+		return err
+	}
 	// River's migrator narrates every step at info; our own line per
 	// version below is enough.
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))

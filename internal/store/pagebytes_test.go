@@ -29,7 +29,9 @@ func TestEventListAfterIsBoundedInBytes(t *testing.T) {
 			require.NoError(t, s.EventAppend(ctx, &store.EventRow{UserID: u.ID, Type: "activation_completed", Payload: payload, CreatedAt: now}))
 		}
 		big, _ := json.Marshal(map[string]string{"output_data": strings.Repeat("y", 50000)})
-		require.NoError(t, s.EventAppend(ctx, &store.EventRow{UserID: u.ID, Type: "activation_completed", Payload: big, CreatedAt: now}))
+		last := &store.EventRow{UserID: u.ID, Type: "activation_completed", Payload: big, CreatedAt: now}
+		require.NoError(t, s.EventAppend(ctx, last))
+		waitFinal(t, s, u.ID, last.Seq)
 
 		var batches []int
 		for after := int64(0); ; {

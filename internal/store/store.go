@@ -68,8 +68,12 @@ type Store struct {
 	// has committed (cache updates: on the committer's goroutine, in commit
 	// order); after collects the callers' (AfterCommit: on the caller's
 	// goroutine once InTx has committed, free to use the store again).
-	hooks   *[]func()
-	after   *[]func()
+	hooks *[]func()
+	after *[]func()
+	// evN counts the events the transaction has appended, across the
+	// callers of a shared one (PostgreSQL numbers a seq within its
+	// transaction: EventAppend).
+	evN     *int64
 	file    string   // SQLite: the database file
 	lock    *os.File // SQLite: held while Exclusive
 	display string   // the database for logs, without credentials
@@ -251,7 +255,7 @@ func (s *Store) inOwnTx(ctx context.Context, fn func(tx *Store) error) (err erro
 	}()
 	var hooks, after []func()
 	bound := *s
-	bound.tx, bound.hooks, bound.after = tx, &hooks, &after
+	bound.tx, bound.hooks, bound.after, bound.evN = tx, &hooks, &after, new(int64)
 	if err = fn(&bound); err != nil {
 		return err
 	}
