@@ -59,8 +59,15 @@ func setupPlatform(t *testing.T, base string) *platform {
 
 // setupPlatformWith is setupPlatform with the agent's agent_config.
 func setupPlatformWith(t *testing.T, base string, agentConfig map[string]any) *platform {
+	return setupPlatformAs(t, base, "crash@example.com", true, agentConfig)
+}
+
+// setupPlatformAs is setupPlatformWith for the user email; admin asks for
+// a key with the admin scope, which only the instance's first user, its
+// admin, may have.
+func setupPlatformAs(t *testing.T, base, email string, admin bool, agentConfig map[string]any) *platform {
 	p := &platform{t: t, base: base}
-	creds := map[string]string{"email": "crash@example.com", "password": "password1", "confirm_password": "password1"}
+	creds := map[string]string{"email": email, "password": "password1", "confirm_password": "password1"}
 	p.call("POST", "/api/v1/auth/register", "", creds, nil)
 	var login struct {
 		Token string `json:"access_token"`
@@ -71,7 +78,11 @@ func setupPlatformWith(t *testing.T, base string, agentConfig map[string]any) *p
 	}
 	// The first user is an admin; the admin scope lets the key see the
 	// worker processes in /worker/status.
-	p.call("POST", "/api/v1/user/api-keys", login.Token, map[string]any{"name": "k", "scopes": []string{"write:all", "admin"}}, &key)
+	scopes := []string{"write:all"}
+	if admin {
+		scopes = append(scopes, "admin")
+	}
+	p.call("POST", "/api/v1/user/api-keys", login.Token, map[string]any{"name": "k", "scopes": scopes}, &key)
 	p.key = key.Key
 	var app struct {
 		AppID string `json:"app_id"`
