@@ -106,6 +106,35 @@ func (s *Store) eventNext(ctx context.Context, userID string) (int64, error) {
 	return next, err
 }
 
+// EventSettle waits until every event committed before the call is final,
+// so that EventListAfter reads it: on PostgreSQL, until every transaction
+// that had an xid when it was called has ended (SQLite's are final once
+// committed). For a check of what a finished piece of work stored; a
+// client's replay needs no such wait, its live stream brings the rest.
+func (s *Store) EventSettle(ctx context.Context) error {
+	if !s.d.multiNode() {
+		return nil
+	}
+	var until int64
+	if err := s.reader().QueryRowContext(ctx, `SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint`).Scan(&until); err != nil {
+		return err
+	}
+	for {
+		var xmin int64
+		if err := s.reader().QueryRowContext(ctx, `SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint`).Scan(&xmin); err != nil {
+			return err
+		}
+		if xmin >= until {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
 // EventTail returns where a live stream of the user's events starts: next,
 // below which every event is final and stored (EventListAfter reads
 // them), and tail, the events already stored at or above next, in seq

@@ -95,10 +95,14 @@ func TestEventAppendsDoNotWait(t *testing.T) {
 	require.LessOrEqual(t, horizon, e1.Seq)
 	require.Equal(t, []int64{e0.Seq}, seqs[u.ID])
 
+	sctx, scancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer scancel()
+	require.ErrorIs(t, s.EventSettle(sctx), context.DeadlineExceeded, "settled while a transaction of before is open")
+
 	opened = false
 	close(release)
 	require.NoError(t, <-done)
-	waitFinal(t, s, u.ID, e2.Seq)
+	require.NoError(t, s.EventSettle(ctx))
 	rows, err = s.EventListAfter(ctx, u.ID, e0.Seq, 10)
 	require.NoError(t, err)
 	require.Len(t, rows, 2)

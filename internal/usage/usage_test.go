@@ -48,6 +48,7 @@ func (f *fixture) spend(t testing.TB, cost int64, keyID int64) {
 }
 
 func (f *fixture) warnings(t testing.TB) []events.Event {
+	require.NoError(t, f.s.EventSettle(context.Background()))
 	var got []events.Event
 	require.NoError(t, f.bus.Replay(context.Background(), f.user.ID, 0, func(ev events.Event) bool {
 		if ev.Type == usage.EventBudgetWarning {
