@@ -110,3 +110,41 @@ func TestBroadcastAcrossNodes(t *testing.T) {
 		t.Fatal("node 2 never heard the broadcast")
 	}
 }
+
+// TestLiveWaitsForOpenTransaction: on PostgreSQL a transaction that began
+// appending first has the lower seq even if it commits last; the event of
+// one that committed meanwhile is held until the first has ended, and then
+// both go out in seq order. (SQLite runs one write transaction at a time.)
+func TestLiveWaitsForOpenTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := testdb.Open(t, store.Postgres)
+	b := events.New(s, testdb.Logger())
+	t.Cleanup(b.Stop)
+	user := newUser(t, s)
+	sub := b.Subscribe(user, events.Filter{}, 16)
+
+	first, second := event(user, events.ActivationCreated, "a", ""), event(user, events.ActivationCreated, "a", "")
+	appended, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.InTx(ctx, func(tx *store.Store) error {
+			err := b.Record(ctx, tx, &first)
+			close(appended)
+			<-release
+			return err
+		})
+	}()
+	<-appended
+	second = appendCommit(t, b, s, second)
+	require.Greater(t, second.Seq, first.Seq)
+	select {
+	case ev := <-sub.C:
+		t.Fatalf("seq %d delivered while a lower one could still commit", ev.Seq)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	require.NoError(t, <-done)
+	require.Equal(t, first.Seq, receive(t, sub).Seq)
+	require.Equal(t, second.Seq, receive(t, sub).Seq)
+	requireNone(t, sub)
+}
