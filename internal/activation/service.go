@@ -490,10 +490,11 @@ func (s *Service) List(ctx context.Context, c *auth.Caller, f store.ActivationFi
 	return s.Store.ActivationList(ctx, f)
 }
 
-// LastEventSeq is the seq of the caller's latest event: a page rendered
-// after reading it connects its event socket with ?since= that seq, so
-// what happened between its rendering and its connection is replayed,
-// not lost.
+// LastEventSeq is a seq up to which the caller's events are final (on
+// SQLite, their latest event's; store.EventLastSeq): a page rendered after
+// reading it connects its event socket with ?since= that seq, so what
+// happened between its rendering and its connection is replayed, not lost
+// (on PostgreSQL perhaps with a few events the page already shows).
 func (s *Service) LastEventSeq(ctx context.Context, c *auth.Caller) (int64, error) {
 	return s.Store.EventLastSeq(ctx, c.UserID)
 }
