@@ -17,7 +17,7 @@ import (
 // transactions per activation. When the process that creates an activation
 // is a worker with room for it, the creating transaction also claims it for
 // this process (queued, then running at once: both events are written), and
-// the process runs it as soon as one of its AP_WORKERS slots is free.
+// the process runs it as soon as one of its AP_MAX_INFLIGHT slots is free.
 // Such a run has no River job: the activation row, running under this
 // worker's id, is what stands for it. A stopping process hands its runs
 // back with a job that is due now (handBack); when the process dies, any
@@ -26,12 +26,15 @@ import (
 // lost track of (a bug) comes back through its own sweep (strays).
 type local struct {
 	// claims bounds the activations this process has claimed and not yet
-	// executed to AP_WORKERS, so that one claimed here (running) waits for
-	// an execution slot only while River runs hold it.
+	// executed to AP_MAX_INFLIGHT, so that one claimed here (running)
+	// waits for a slot only while River runs hold it.
 	claims chan struct{}
-	// slots are the executing activations (AP_WORKERS), local and River
-	// runs together, shared fairly between users: one user's runs take
-	// at most their share while others wait (fairshare).
+	// slots are the activations in flight (AP_MAX_INFLIGHT), local and
+	// River runs together, shared fairly between users: one user's runs
+	// take at most their share while others wait (fairshare). A slot is
+	// held through the run's waits (an LLM call, a tool, a webhook
+	// agent), which use no CPU; what does (JavaScript) takes a CPU slot
+	// of its own as well (runtimes.JavaScript).
 	slots  *fairshare.Pool
 	paused atomic.Bool // the queue is paused: run nothing locally
 	// pauseMu and pauseGen order this process's own pause changes and the
@@ -83,9 +86,9 @@ func (s *Service) takeClaim() (release func()) {
 	}
 }
 
-// waitSlot reserves an execution slot for a run of owner, waiting while
-// AP_WORKERS activations execute (local and River runs together) or
-// owner's take their share of them.
+// waitSlot reserves an in-flight slot for a run of owner, waiting while
+// AP_MAX_INFLIGHT activations are in flight (local and River runs
+// together) or owner's take their share of them.
 func (s *Service) waitSlot(ctx context.Context, owner string) (release func(), err error) {
 	l := s.local.Load()
 	if l == nil {

@@ -112,7 +112,9 @@ type Budgets interface {
 type Options struct {
 	// WorkerID names this process in the workers table.
 	WorkerID string
-	// Concurrency is AP_WORKERS.
+	// Concurrency is AP_MAX_INFLIGHT: the activations this process holds
+	// at once, executing or waiting on an LLM, a tool or a webhook agent.
+	// What uses the CPU (JavaScript) has its own, smaller bound.
 	Concurrency int
 	// HeartbeatEvery and DeadAfter: a worker silent for DeadAfter is dead.
 	HeartbeatEvery, DeadAfter time.Duration

@@ -35,7 +35,11 @@ type Config struct {
 	// secretKeyText is AP_SECRET_KEY (or the content of AP_SECRET_KEY_FILE).
 	secretKeyText string
 
-	Workers      int    // AP_WORKERS
+	Workers int // AP_WORKERS
+	// MaxInflight is AP_MAX_INFLIGHT: the activations one worker process
+	// holds at once (claimed here and not ended), most of them waiting on
+	// an LLM, a tool or a webhook agent. 0 until Validate: AP_WORKERS.
+	MaxInflight  int
 	JSMemoryMB   int    // AP_JS_MEMORY_MB, the memory ceiling of one JavaScript run
 	Registration string // AP_REGISTRATION: open or closed
 	RateLimit    int    // AP_RATE_LIMIT, requests per minute per caller
@@ -109,6 +113,10 @@ func (c *Config) RegistrationOpen() bool { return c.Registration != "closed" }
 // what the vendors accept, not by CPUs; River's own default is the same.
 const DefaultWorkers = 100
 
+// MaxInflightLimit is the most AP_MAX_INFLIGHT may be: a million waiting
+// runs is past what any one process's memory holds.
+const MaxInflightLimit = 1_000_000
+
 // FromEnv reads the configuration from getenv (os.Getenv in main, a map in
 // tests). _FILE variants of secrets are read here.
 func FromEnv(getenv func(string) string) (*Config, error) {
@@ -171,6 +179,7 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	str("AP_LOG_LEVEL", &c.LogLevel)
 	secret("AP_SECRET_KEY", &c.secretKeyText)
 	integer("AP_WORKERS", &c.Workers)
+	integer("AP_MAX_INFLIGHT", &c.MaxInflight)
 	integer("AP_JS_MEMORY_MB", &c.JSMemoryMB)
 	str("AP_REGISTRATION", &c.Registration)
 	integer("AP_RATE_LIMIT", &c.RateLimit)
@@ -221,6 +230,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Env, "env", c.Env, "development or production (AP_ENV)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (AP_LOG_LEVEL)")
 	fs.IntVar(&c.Workers, "workers", c.Workers, "concurrent activations per worker process (AP_WORKERS)")
+	fs.IntVar(&c.MaxInflight, "max-inflight", c.MaxInflight, "activations in flight per worker process (AP_MAX_INFLIGHT)")
 	fs.IntVar(&c.JSMemoryMB, "js-memory-mb", c.JSMemoryMB, "memory ceiling of one JavaScript run, MB (AP_JS_MEMORY_MB)")
 	fs.StringVar(&c.Registration, "registration", c.Registration, "open or closed (AP_REGISTRATION)")
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "requests per minute per caller (AP_RATE_LIMIT)")
@@ -249,6 +259,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Workers < 1 {
 		bad("AP_WORKERS must be at least 1")
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = c.Workers
+	}
+	if c.MaxInflight < 1 || c.MaxInflight > MaxInflightLimit {
+		bad("AP_MAX_INFLIGHT must be between 1 and %d", MaxInflightLimit)
 	}
 	if c.RateLimit < 1 {
 		bad("AP_RATE_LIMIT must be at least 1")

@@ -25,7 +25,8 @@ type Options struct {
 	// RunWorkers makes this process work jobs (serve without --no-worker,
 	// and the worker command).
 	RunWorkers bool
-	// Workers is how many jobs run at once in this process.
+	// Workers is how many activations this process holds in flight at
+	// once (AP_MAX_INFLIGHT): they mostly wait, so this is no CPU bound.
 	Workers int
 	// FetchPollInterval is how often an idle worker looks for new jobs when
 	// it is not notified of them; zero means River's default.
@@ -120,8 +121,10 @@ func (q *Queue) Start(ctx context.Context) error {
 			// The activation slots are a fairshare.Shared pool of
 			// Workers, which lends a few more to a user below their
 			// share: as many River workers, so that a lent slot's job
-			// can be fetched while another user's fill the rest.
-			Activations:        {MaxWorkers: max(1, q.opts.Workers) + fairshare.Overdraft(q.opts.Workers)},
+			// can be fetched while another user's fill the rest. River
+			// takes at most QueueNumWorkersMax; past that, the local
+			// fast path (activation/local.go) holds the rest.
+			Activations:        {MaxWorkers: activationWorkers(q.opts.Workers)},
 			river.QueueDefault: {MaxWorkers: housekeepingWorkers},
 		}
 		for name, n := range q.queues {
@@ -142,6 +145,14 @@ func (q *Queue) Start(ctx context.Context) error {
 	}
 	q.started = true
 	return nil
+}
+
+// activationWorkers is River's worker count for the activations of an
+// in-flight bound of n: the bound and what its pool lends, within what
+// River accepts.
+func activationWorkers(n int) int {
+	n = max(1, n)
+	return min(n+fairshare.Overdraft(n), river.QueueNumWorkersMax)
 }
 
 // Stop lets running jobs finish until ctx ends, then cancels them; River

@@ -196,7 +196,7 @@ func (s *Server) build(ctx context.Context) error {
 	// One name for this process in the workers table and in River's
 	// attempted_by: the reaper hands back a dead worker's River jobs too.
 	workerID := uuid.Must(uuid.NewV7()).String()
-	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.Workers,
+	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.MaxInflight,
 		FetchPollInterval: poll, FetchCooldown: 10 * time.Millisecond, ClientID: workerID,
 		Middleware: telemetry.JobMiddleware()})
 	s.Queue.AddMaintenance(s.Auth)
@@ -237,7 +237,7 @@ func (s *Server) build(ctx context.Context) error {
 	s.Activations = activation.New(activation.Deps{
 		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks, Metrics: s.Metrics,
 		Agents: s.Apps, Executors: s.Executors, Budgets: s.Usage,
-	}, activation.Options{WorkerID: workerID, Concurrency: s.Config.Workers, HeartbeatEvery: s.opts.HeartbeatEvery, DeadAfter: s.opts.DeadAfter})
+	}, activation.Options{WorkerID: workerID, Concurrency: s.Config.MaxInflight, HeartbeatEvery: s.opts.HeartbeatEvery, DeadAfter: s.opts.DeadAfter})
 	// An LLM agent's tools run functions, other agents (child activations),
 	// HTTP calls and remote MCP servers' tools through the egress guard.
 	llmExec.Tools = &tool.Kit{Store: s.Store, Functions: s.Functions, Agents: s.Activations,
