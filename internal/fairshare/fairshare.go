@@ -76,6 +76,13 @@ func (p *Pool) Size() int { return p.size }
 // what it lends.
 func (p *Pool) Capacity() int { return p.size + p.overdraft }
 
+// Held is the number of slots held now, lent ones included.
+func (p *Pool) Held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
 // PerOwner is the most slots one owner holds at once.
 func (p *Pool) PerOwner() int { return p.perOwner }
 

@@ -224,6 +224,7 @@ func (s *Server) build(ctx context.Context) error {
 	js := runtimes.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
 	js.Quotas = s.Config.Quotas
 	js.Slots = fairshare.Shared(s.Config.JSConcurrency)
+	js.Live = fairshare.Shared(s.Config.JSLive())
 	js.Data = appdata.Scripts{Service: s.Data}
 	js.Credentials = credential.Scripts{Service: s.Credentials}
 	s.Executors = executor.NewRegistry(llmExec, js,

@@ -89,9 +89,17 @@ type JavaScript struct {
 	PageBytes int
 	// Quotas bound what ctx.storage keeps (AP_QUOTA_STORAGE_*).
 	Quotas quota.Limits
-	// Slots bounds the runs executing at once in this process (AP_JS_CONCURRENCY),
-	// shared fairly between users; nil: unbounded.
+	// Slots bounds the runs executing JavaScript at once in this process
+	// (AP_JS_CONCURRENCY): the CPU slots, shared fairly between users;
+	// nil: unbounded. With Live set, a run gives its slot back while a
+	// host call waits (ctx.http.fetch, ctx.llm.complete, ctx.storage, a
+	// child activation…) and takes one again before its code goes on.
 	Slots *fairshare.Pool
+	// Live bounds the runs whose VM exists at once, executing or waiting
+	// on a host call: their memory ceilings add up to at most Live's
+	// capacity × AP_JS_MEMORY_MB. nil: a run holds its CPU slot through
+	// its host calls, so that Slots bounds the VMs instead.
+	Live  *fairshare.Pool
 	fetch *http.Client
 }
 
@@ -119,23 +127,76 @@ func (j *JavaScript) Execute(ctx context.Context, run *executor.Run) (*executor.
 	if err != nil {
 		return nil, err
 	}
-	if j.Slots != nil {
-		// Every JavaScript run (agent, function, pipeline step) comes
-		// through here: bounding them bounds their memory to
-		// AP_JS_CONCURRENCY × AP_JS_MEMORY_MB and leaves the API its
-		// share of the cores. The wait counts in the run's timeout.
-		if err := j.Slots.Acquire(ctx, run.UserID); err != nil {
+	// Every JavaScript run (agent, function, pipeline step) comes through
+	// here: bounding the VMs bounds their memory, bounding the executing
+	// ones leaves the API its share of the cores. The waits count in the
+	// run's timeout.
+	if j.Live != nil {
+		if err := j.Live.Acquire(ctx, run.UserID); err != nil {
 			return nil, context.Cause(ctx)
 		}
-		defer j.Slots.Release(run.UserID)
+		defer j.Live.Release(run.UserID)
 	}
-	res, err := sandbox.Run(ctx, sandbox.Program{Code: cfg.Code, Input: run.Input, Ctx: fields, Calls: j.calls(run), Limits: j.Limits})
+	cpu := &cpuSlot{pool: j.Slots, owner: run.UserID, yield: j.Live != nil}
+	if err := cpu.take(ctx); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	defer cpu.give()
+	res, err := sandbox.Run(ctx, sandbox.Program{Code: cfg.Code, Input: run.Input, Ctx: fields, Calls: j.calls(run, cpu), Limits: j.Limits})
 	if err != nil {
 		// Output the code returned before its context ended is not the
 		// output of a run that failed.
 		res.Output = nil
 	}
 	return res, err
+}
+
+// cpuSlot is a run's hold on a CPU slot. Host calls run on the VM's own
+// goroutine while its code stands still, so a call that waits gives the
+// slot back (yield) and takes one again before the code goes on: only the
+// one goroutine touches held.
+type cpuSlot struct {
+	pool  *fairshare.Pool // nil: no bound
+	owner string
+	yield bool // give the slot back while a host call waits
+	held  bool
+}
+
+// take waits for a slot, unless one is held already.
+func (c *cpuSlot) take(ctx context.Context) error {
+	if c.pool == nil || c.held {
+		return nil
+	}
+	if err := c.pool.Acquire(ctx, c.owner); err != nil {
+		return err
+	}
+	c.held = true
+	return nil
+}
+
+// give releases the slot, if held.
+func (c *cpuSlot) give() {
+	if c.held {
+		c.held = false
+		c.pool.Release(c.owner)
+	}
+}
+
+// around makes call give the slot back while it waits. A run whose
+// context ends before it gets a slot again fails with its context's
+// error: the sandbox stops its code.
+func (c *cpuSlot) around(call sandbox.Call) sandbox.Call {
+	if c.pool == nil || !c.yield {
+		return call
+	}
+	return func(ctx context.Context, a json.RawMessage) (json.RawMessage, error) {
+		c.give()
+		v, err := call(ctx, a)
+		if terr := c.take(ctx); terr != nil {
+			return nil, terr
+		}
+		return v, err
+	}
 }
 
 // fields are ctx's plain values (DESIGN).
@@ -201,7 +262,8 @@ func thrown(err error) error {
 	return &sandbox.Thrown{Name: "Error", Message: "internal error"}
 }
 
-func (j *JavaScript) calls(run *executor.Run) map[string]sandbox.Call {
+// calls are ctx's functions of run; each gives cpu back while it waits.
+func (j *JavaScript) calls(run *executor.Run, cpu *cpuSlot) map[string]sandbox.Call {
 	c := map[string]sandbox.Call{
 		"storage.get":    j.storageGet(run),
 		"storage.set":    j.storageSet(run),
@@ -222,6 +284,9 @@ func (j *JavaScript) calls(run *executor.Run) map[string]sandbox.Call {
 			v, err := creds.Call(ctx, run.UserID, run.AppID, m, a)
 			return v, thrown(err)
 		}
+	}
+	for name, call := range c {
+		c[name] = cpu.around(call)
 	}
 	return c
 }

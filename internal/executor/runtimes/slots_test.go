@@ -69,3 +69,61 @@ func TestJavaScriptSlotWaitEndsWithTheContext(t *testing.T) {
 		Config: []byte(`{"code":"async function run() { return 1; }"}`)})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
+
+// TestJavaScriptWaitsHoldNoCPUSlot: with the VMs bounded apart (Live),
+// a run gives its CPU slot back while a host call waits: eight users'
+// runs, with two CPU slots, have all eight fetches open at once, none of
+// them holding a slot meanwhile, and the code that runs between the
+// calls never holds more than the two.
+func TestJavaScriptWaitsHoldNoCPUSlot(t *testing.T) {
+	t.Parallel()
+	const runs = 8
+	js := runtimes.NewJavaScript(nil, egress.New(egresstest.AllowPrefixes()), nil, 16)
+	js.Slots, js.Live = fairshare.Shared(2), fairshare.Shared(runs)
+	var mu sync.Mutex
+	arrived, mostHeld := 0, 0
+	all := make(chan struct{})
+	srv := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		mostHeld = max(mostHeld, js.Slots.Held())
+		if arrived++; arrived == runs {
+			close(all)
+		}
+		mu.Unlock()
+		if r.URL.Query().Get("round") == "1" {
+			// Answered once every run's first fetch is open.
+			select {
+			case <-all:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	code := fmt.Sprintf(`async function run(input, ctx) {
+		let x = 0;
+		for (let round = 1; round <= 3; round++) {
+			for (let i = 0; i < 20000; i++) x += i;
+			await ctx.http.fetch(%q + "?round=" + round);
+		}
+		return x;
+	}`, srv.URL)
+	var wg sync.WaitGroup
+	errs := make(chan error, runs)
+	for i := range runs {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err := js.Execute(ctx, &executor.Run{Kind: executor.Execution, ID: fmt.Sprint(i), UserID: fmt.Sprint("user-", i),
+				Config: []byte(fmt.Sprintf(`{"code":%q}`, code))})
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, 3*runs, arrived)
+	require.LessOrEqual(t, mostHeld, 2, "CPU slots held while a fetch waits")
+	require.Zero(t, js.Slots.Held())
+	require.Zero(t, js.Live.Held())
+}
