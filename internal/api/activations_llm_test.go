@@ -139,7 +139,7 @@ func TestTransientProviderErrorsAreRetriedThenFail(t *testing.T) {
 func TestClaimAtCreateAndItsLimits(t *testing.T) {
 	t.Parallel()
 	fake := llmtest.NewOpenAI(t)
-	e := newEnv(t, store.SQLite, map[string]string{"AP_OPENAI_BASE_URL": fake.URL, "AP_OPENAI_API_KEY": "sk-test", "AP_WORKERS": "1"})
+	e := newEnv(t, store.SQLite, map[string]string{"AP_OPENAI_BASE_URL": fake.URL, "AP_OPENAI_API_KEY": "sk-test", "AP_MAX_INFLIGHT": "1"})
 	token := e.signup("u@example.com")
 	f := e.llmAgent(token, map[string]any{"model": "gpt", "provider_id": "openai"}, 60)
 	activate := func(prompt string) string {

@@ -58,7 +58,7 @@ func BenchmarkGetMeWithAPIKey(b *testing.B) {
 func BenchmarkActivateToComplete(b *testing.B) {
 	for _, d := range testdb.Dialects {
 		b.Run(string(d), func(b *testing.B) {
-			benchActivateToComplete(b, newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_WORKERS": "16"}), 0)
+			benchActivateToComplete(b, newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_MAX_INFLIGHT": "16"}), 0)
 		})
 	}
 }
@@ -71,7 +71,7 @@ func BenchmarkActivateBesideWaiting(b *testing.B) {
 	for _, d := range testdb.Dialects {
 		for _, n := range []int{0, 10000} {
 			b.Run(fmt.Sprintf("%s/waiting=%d", d, n), func(b *testing.B) {
-				benchActivateToComplete(b, newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_WORKERS": "16"}), n)
+				benchActivateToComplete(b, newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_MAX_INFLIGHT": "16"}), n)
 			})
 		}
 	}
@@ -338,7 +338,7 @@ func BenchmarkToolLoop(b *testing.B) {
 				"tools": []any{map[string]any{"type": "http", "name": "ping", "method": "GET", "url": ping.URL}}}, "call ping {}"},
 		} {
 			b.Run(string(d)+"/"+tc.name, func(b *testing.B) {
-				e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_WORKERS": "16"})
+				e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_MAX_INFLIGHT": "16"})
 				token := e.signup("bench@example.com")
 				key := e.keyWith(token, "write:all")
 				f := e.llmAgent(token, tc.config, 30)
@@ -403,7 +403,7 @@ func processCPU() time.Duration {
 // OpenAI-compatible chat completion. It reports the process's CPU per call.
 func BenchmarkReach(b *testing.B) {
 	for _, d := range testdb.Dialects {
-		e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_WORKERS": "16"})
+		e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_MAX_INFLIGHT": "16"})
 		token := e.signup("bench@example.com")
 		key := e.keyWith(token, "read:all", "write:all")
 		app := e.importManifest(key, exampleManifest(b)).expect(b, 201)

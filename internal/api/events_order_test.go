@@ -30,7 +30,7 @@ func TestSocketOrderUnderLoad(t *testing.T) {
 		const activations, concurrency = 300, 32
 		dsn := testdb.URL(t, d)
 		// The rate limit is not under test: the load alone would spend it.
-		vars := map[string]string{"AP_DATABASE_URL": dsn, "AP_WORKERS": "16", "AP_RATE_LIMIT": "1000000000"}
+		vars := map[string]string{"AP_DATABASE_URL": dsn, "AP_MAX_INFLIGHT": "16", "AP_RATE_LIMIT": "1000000000"}
 		e := newEnv(t, d, vars)
 		watch := e
 		if d == store.Postgres {

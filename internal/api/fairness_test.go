@@ -14,14 +14,14 @@ import (
 const loop = `async function run() { while (true) {} }`
 
 // TestLoopingUserDoesNotStarveAnother: user B fills every activation slot
-// (AP_WORKERS=4) and more with agents that spin for 30 s; user A's echo
+// (AP_MAX_INFLIGHT=4) and more with agents that spin for 30 s; user A's echo
 // agent and A's trivial JavaScript agent still complete within seconds,
 // because B's activations and B's JavaScript runs take at most their
 // share of the slots (issue 16, item 7).
 func TestLoopingUserDoesNotStarveAnother(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		e := newEnv(t, d, map[string]string{"AP_WORKERS": "4", "AP_JS_CONCURRENCY": "2"})
+		e := newEnv(t, d, map[string]string{"AP_MAX_INFLIGHT": "4", "AP_WORKERS": "2"})
 		b := e.signup("b@example.com")
 		spinner := e.jsAgent(b, loop, 30)
 		var spinning []string
@@ -80,7 +80,7 @@ func (e *env) awaitWithin(token, id string, limit time.Duration) *resp {
 func TestSpinningPipelinesDoNotBlockAnotherUser(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
-		e := newEnv(t, d, map[string]string{"AP_JS_CONCURRENCY": "2"})
+		e := newEnv(t, d, map[string]string{"AP_WORKERS": "2"})
 		b := e.signup("b@example.com")
 		m := map[string]any{"name": "Spin", "slug": "spin", "version": "1.0.0", "functions": []any{map[string]any{
 			"name": "spin", "code": loop, "input_schema": map[string]any{"type": "object"}, "timeout_seconds": 10}}}

@@ -207,7 +207,7 @@ func TestKill9LosesNothing(t *testing.T) {
 	t.Parallel()
 	slow := llmtest.NewOpenAI(t)
 	slow.SetDelay(300 * time.Millisecond)
-	env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_WORKERS=8", "AP_RATE_LIMIT=1000000")
+	env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_MAX_INFLIGHT=8", "AP_RATE_LIMIT=1000000")
 
 	p, ids, states := killMidway(t, env, map[string]any{"model": "gpt-test", "provider_id": "openai", "temperature": 0.2}, 200, 10)
 	completed := 0
@@ -240,7 +240,7 @@ func TestKill9LosesNoJavaScriptRun(t *testing.T) {
 	t.Parallel()
 	slow := llmtest.NewOpenAI(t)
 	slow.SetDelay(300 * time.Millisecond)
-	env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_WORKERS=8", "AP_RATE_LIMIT=1000000")
+	env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_MAX_INFLIGHT=8", "AP_RATE_LIMIT=1000000")
 
 	_, ids, states := killMidway(t, env, map[string]any{"runtime": "javascript", "code": `async function run(input, ctx) {
 		const r = await ctx.llm.complete({prompt: input.prompt, provider_id: "openai"});
@@ -261,7 +261,7 @@ func TestSIGTERMDuringLoadDrains(t *testing.T) {
 	t.Parallel()
 	slow := llmtest.NewOpenAI(t)
 	slow.SetDelay(200 * time.Millisecond)
-	env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_WORKERS=8", "AP_RATE_LIMIT=1000000")
+	env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_MAX_INFLIGHT=8", "AP_RATE_LIMIT=1000000")
 
 	first := startServe(t, env)
 	p := setupPlatform(t, first.URL)

@@ -265,7 +265,7 @@ func (p *platform) stepDone(id, call string) bool {
 func killToolLoops(t *testing.T, extra ...string) {
 	w := newToolWorld(t)
 	env := environ(t.TempDir(), append([]string{"AP_OPENAI_BASE_URL=" + w.llm.URL, "AP_OPENAI_API_KEY=sk-test",
-		"AP_EGRESS_ALLOW=" + egresstest.Allow, "AP_WORKERS=16", "AP_RATE_LIMIT=1000000"}, extra...)...)
+		"AP_EGRESS_ALLOW=" + egresstest.Allow, "AP_MAX_INFLIGHT=16", "AP_RATE_LIMIT=1000000"}, extra...)...)
 	first := startServe(t, env)
 	p, appID := setupToolLoops(t, first.URL, w)
 

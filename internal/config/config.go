@@ -35,11 +35,19 @@ type Config struct {
 	// secretKeyText is AP_SECRET_KEY (or the content of AP_SECRET_KEY_FILE).
 	secretKeyText string
 
-	Workers int // AP_WORKERS
+	// Workers is AP_WORKERS (AP_JS_CONCURRENCY, its older name, when it
+	// is unset): the runs one process executes CPU-bound work for at once
+	// (JavaScript), shared fairly between users; a run waiting on a host
+	// call gives its slot back. Default DefaultWorkers().
+	Workers int
+	// workersVar names the variable Workers came from, for its error.
+	workersVar string
 	// MaxInflight is AP_MAX_INFLIGHT: the activations one worker process
 	// holds at once (claimed here and not ended), most of them waiting on
-	// an LLM, a tool or a webhook agent. 0 until Validate: AP_WORKERS.
-	MaxInflight  int
+	// an LLM, a tool or a webhook agent, which holds no CPU slot. Default
+	// DefaultMaxInflight().
+	MaxInflight int
+
 	JSMemoryMB   int    // AP_JS_MEMORY_MB, the memory ceiling of one JavaScript run
 	Registration string // AP_REGISTRATION: open or closed
 	RateLimit    int    // AP_RATE_LIMIT, requests per minute per caller
@@ -81,22 +89,36 @@ type Config struct {
 	// Quotas are the per-user and per-app quotas (AP_QUOTA_*), with
 	// defaults a normal app never meets.
 	Quotas quota.Limits
-	// JSConcurrency is AP_JS_CONCURRENCY: the JavaScript runs one process
-	// executes at once (more wait for a slot, shared fairly between
-	// users), so that their memory ceilings add up to a known bound
-	// (JSConcurrency, and the quarter more its pool lends, × JSMemoryMB)
-	// and the API keeps its share of the cores. Default
-	// DefaultJSConcurrency().
-	JSConcurrency int
 	// ListPageBytes bounds the items of one list page and of one batch of
 	// a WebSocket replay, in bytes as stored (AP_LIST_PAGE_BYTES): a page
 	// of large items holds fewer than limit, with has_more.
 	ListPageBytes int
 }
 
-// DefaultJSConcurrency is AP_JS_CONCURRENCY unset: 2 × CPUs (DESIGN), so a
-// run that waits on a host call does not leave a core idle.
-func DefaultJSConcurrency() int { return 2 * runtime.NumCPU() }
+// DefaultWorkers is AP_WORKERS unset: 2 × CPUs (DESIGN), so that the
+// cores stay busy while a run's code starts or ends a host call, and the
+// API keeps its share of them.
+func DefaultWorkers() int { return 2 * runtime.NumCPU() }
+
+// MaxWorkers is the most AP_WORKERS may be.
+const MaxWorkers = 1024
+
+// inflightBytes is the memory a run in flight is allowed for the default
+// in-flight bound: a waiting LLM run holds tens of KiB (its request, its
+// goroutines, its connection; an answer is capped at 4 MiB), so the
+// default leaves most of the memory to the rest.
+const inflightBytes = 5 << 19 // 2.5 MiB
+
+// DefaultMaxInflight is AP_MAX_INFLIGHT unset: the memory this process may
+// use (its cgroup's limit, else the machine's) at 2.5 MiB a run, about
+// 10,000 on 24 GiB; 1,000 when the memory cannot be read.
+func DefaultMaxInflight() int {
+	m := Memory()
+	if m <= 0 {
+		return 1000
+	}
+	return int(min(max(m/inflightBytes, 16), MaxInflightLimit))
+}
 
 // DefaultListPageBytes is AP_LIST_PAGE_BYTES unset: 4 MiB, a few items at
 // the largest output plus error, hundreds of ordinary ones.
@@ -107,11 +129,6 @@ func (c *Config) Production() bool { return c.Env == "production" }
 
 // RegistrationOpen reports whether self-registration is allowed.
 func (c *Config) RegistrationOpen() bool { return c.Registration != "closed" }
-
-// DefaultWorkers is AP_WORKERS unset. An activation spends nearly all its
-// time waiting for the LLM vendor, so a worker's concurrency is bounded by
-// what the vendors accept, not by CPUs; River's own default is the same.
-const DefaultWorkers = 100
 
 // MaxInflightLimit is the most AP_MAX_INFLIGHT may be: a million waiting
 // runs is past what any one process's memory holds.
@@ -125,7 +142,9 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		DataDir:                "./data",
 		Env:                    "development",
 		LogLevel:               "info",
-		Workers:                DefaultWorkers,
+		Workers:                DefaultWorkers(),
+		workersVar:             "AP_WORKERS",
+		MaxInflight:            DefaultMaxInflight(),
 		JSMemoryMB:             64,
 		Registration:           "open",
 		RateLimit:              600,
@@ -134,7 +153,6 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 		CredentialScanInterval: 15 * time.Second,
 		CredentialRefreshRate:  50,
 		Quotas:                 quota.Defaults(),
-		JSConcurrency:          DefaultJSConcurrency(),
 		ListPageBytes:          DefaultListPageBytes,
 	}
 	var errs []error
@@ -178,7 +196,12 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 	str("AP_ENV", &c.Env)
 	str("AP_LOG_LEVEL", &c.LogLevel)
 	secret("AP_SECRET_KEY", &c.secretKeyText)
-	integer("AP_WORKERS", &c.Workers)
+	for _, name := range []string{"AP_JS_CONCURRENCY", "AP_WORKERS"} {
+		if getenv(name) != "" {
+			integer(name, &c.Workers)
+			c.workersVar = name
+		}
+	}
 	integer("AP_MAX_INFLIGHT", &c.MaxInflight)
 	integer("AP_JS_MEMORY_MB", &c.JSMemoryMB)
 	str("AP_REGISTRATION", &c.Registration)
@@ -216,7 +239,6 @@ func FromEnv(getenv func(string) string) (*Config, error) {
 			*q.Limit = n
 		}
 	}
-	integer("AP_JS_CONCURRENCY", &c.JSConcurrency)
 	return c, errors.Join(errs...)
 }
 
@@ -229,8 +251,9 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "external origin (AP_PUBLIC_URL)")
 	fs.StringVar(&c.Env, "env", c.Env, "development or production (AP_ENV)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error (AP_LOG_LEVEL)")
-	fs.IntVar(&c.Workers, "workers", c.Workers, "concurrent activations per worker process (AP_WORKERS)")
-	fs.IntVar(&c.MaxInflight, "max-inflight", c.MaxInflight, "activations in flight per worker process (AP_MAX_INFLIGHT)")
+	fs.Var(workersFlag{c}, "workers", "runs executing CPU-bound work (JavaScript) at once per process (AP_WORKERS)")
+	fs.IntVar(&c.MaxInflight, "max-inflight", c.MaxInflight,
+		"activations in flight per worker process, most of them waiting on an LLM, a tool or a webhook agent (AP_MAX_INFLIGHT)")
 	fs.IntVar(&c.JSMemoryMB, "js-memory-mb", c.JSMemoryMB, "memory ceiling of one JavaScript run, MB (AP_JS_MEMORY_MB)")
 	fs.StringVar(&c.Registration, "registration", c.Registration, "open or closed (AP_REGISTRATION)")
 	fs.IntVar(&c.RateLimit, "rate-limit", c.RateLimit, "requests per minute per caller (AP_RATE_LIMIT)")
@@ -241,7 +264,7 @@ func (c *Config) BindFlags(fs *flag.FlagSet) {
 	fs.Var(&c.CORSOrigins, "cors-origins", "comma-separated origins allowed to call the API from a browser with a Bearer token (AP_CORS_ORIGINS)")
 	fs.Var(&c.EgressAllow, "egress-allow",
 		"comma-separated CIDRs that calls to user-supplied URLs may reach although private (AP_EGRESS_ALLOW)")
-	fs.IntVar(&c.JSConcurrency, "js-concurrency", c.JSConcurrency, "JavaScript runs executing at once per process (AP_JS_CONCURRENCY)")
+	fs.Var(workersFlag{c}, "js-concurrency", "the older name of --workers (AP_JS_CONCURRENCY)")
 }
 
 // Validate checks the settings and fills the derived defaults (public URL).
@@ -257,11 +280,8 @@ func (c *Config) Validate() error {
 	if c.JSMemoryMB < 4 || c.JSMemoryMB > 4096 {
 		bad("AP_JS_MEMORY_MB must be between 4 and 4096")
 	}
-	if c.Workers < 1 {
-		bad("AP_WORKERS must be at least 1")
-	}
-	if c.MaxInflight == 0 {
-		c.MaxInflight = c.Workers
+	if c.Workers < 1 || c.Workers > MaxWorkers {
+		bad("%s must be between 1 and %d", c.workersVar, MaxWorkers)
 	}
 	if c.MaxInflight < 1 || c.MaxInflight > MaxInflightLimit {
 		bad("AP_MAX_INFLIGHT must be between 1 and %d", MaxInflightLimit)
@@ -285,9 +305,6 @@ func (c *Config) Validate() error {
 		if *q.Limit < 1 {
 			bad("%s must be at least 1", q.Quota.Env)
 		}
-	}
-	if c.JSConcurrency < 1 || c.JSConcurrency > 1024 {
-		bad("AP_JS_CONCURRENCY must be between 1 and 1024")
 	}
 	if c.ListPageBytes < 1<<10 || c.ListPageBytes > 1<<30 {
 		bad("AP_LIST_PAGE_BYTES must be between 1024 and 1073741824")
@@ -410,4 +427,24 @@ func ParseSecretKeys(text string) ([][]byte, error) {
 		return nil, errors.New("AP_SECRET_KEY: no key given")
 	}
 	return keys, nil
+}
+
+// workersFlag is --workers and its older name --js-concurrency: either
+// sets Workers, and its errors name AP_WORKERS.
+type workersFlag struct{ c *Config }
+
+func (f workersFlag) String() string {
+	if f.c == nil {
+		return ""
+	}
+	return strconv.Itoa(f.c.Workers)
+}
+
+func (f workersFlag) Set(v string) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("not an integer: %q", v)
+	}
+	f.c.Workers, f.c.workersVar = n, "AP_WORKERS"
+	return nil
 }

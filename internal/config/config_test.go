@@ -51,8 +51,8 @@ func TestDefaults(t *testing.T) {
 	require.Empty(t, c.DatabaseURL)
 	require.Equal(t, "development", c.Env)
 	require.Equal(t, "info", c.LogLevel)
-	require.Equal(t, DefaultWorkers, c.Workers)
-	require.Equal(t, 2*runtime.NumCPU(), c.JSConcurrency, "AP_JS_CONCURRENCY: 2 × CPUs")
+	require.Equal(t, 2*runtime.NumCPU(), c.Workers, "AP_WORKERS: 2 × CPUs")
+	require.Equal(t, DefaultMaxInflight(), c.MaxInflight)
 	require.Equal(t, "open", c.Registration)
 	require.Equal(t, 600, c.RateLimit)
 	require.Equal(t, 10, c.LoginFailureLimit)
@@ -87,7 +87,8 @@ func TestFromEnvReadsEachVariable(t *testing.T) {
 		{"AP_LOG_LEVEL", "debug", func(c *Config) any { return c.LogLevel }, "debug"},
 		{"AP_SECRET_KEY", "a,b", func(c *Config) any { return c.secretKeyText }, "a,b"},
 		{"AP_WORKERS", "7", func(c *Config) any { return c.Workers }, 7},
-		{"AP_JS_CONCURRENCY", "3", func(c *Config) any { return c.JSConcurrency }, 3},
+		{"AP_JS_CONCURRENCY", "3", func(c *Config) any { return c.Workers }, 3},
+		{"AP_MAX_INFLIGHT", "20000", func(c *Config) any { return c.MaxInflight }, 20000},
 		{"AP_REGISTRATION", "closed", func(c *Config) any { return c.Registration }, "closed"},
 		{"AP_RATE_LIMIT", "60", func(c *Config) any { return c.RateLimit }, 60},
 		{"AP_LOGIN_FAILURE_LIMIT", "3", func(c *Config) any { return c.LoginFailureLimit }, 3},
@@ -185,8 +186,11 @@ func TestValidate(t *testing.T) {
 		{name: "unknown env", env: map[string]string{"AP_ENV": "staging"}, wantErr: "AP_ENV"},
 		{name: "unknown registration", env: map[string]string{"AP_REGISTRATION": "invite"}, wantErr: "AP_REGISTRATION"},
 		{name: "zero workers", env: map[string]string{"AP_WORKERS": "0"}, wantErr: "AP_WORKERS"},
+		{name: "too many workers", env: map[string]string{"AP_WORKERS": "1025"}, wantErr: "AP_WORKERS must be between 1 and 1024"},
 		{name: "no JavaScript slot", env: map[string]string{"AP_JS_CONCURRENCY": "0"}, wantErr: "AP_JS_CONCURRENCY"},
 		{name: "too many JavaScript slots", env: map[string]string{"AP_JS_CONCURRENCY": "1025"}, wantErr: "AP_JS_CONCURRENCY"},
+		{name: "nothing in flight", env: map[string]string{"AP_MAX_INFLIGHT": "0"}, wantErr: "AP_MAX_INFLIGHT must be between 1 and 1000000"},
+		{name: "too much in flight", env: map[string]string{"AP_MAX_INFLIGHT": "1000001"}, wantErr: "AP_MAX_INFLIGHT"},
 		{name: "zero rate limit", env: map[string]string{"AP_RATE_LIMIT": "0"}, wantErr: "AP_RATE_LIMIT"},
 		{name: "negative rate limit", env: map[string]string{"AP_RATE_LIMIT": "-5"}, wantErr: "AP_RATE_LIMIT"},
 		{name: "zero login failures", env: map[string]string{"AP_LOGIN_FAILURE_LIMIT": "0"}, wantErr: "AP_LOGIN_FAILURE_LIMIT"},
@@ -417,4 +421,31 @@ func TestQuotas(t *testing.T) {
 	c, err = FromEnv(envOf(map[string]string{"AP_QUOTA_PIPELINE_STEPS": "0"}))
 	require.NoError(t, err)
 	require.ErrorContains(t, c.Validate(), "AP_QUOTA_PIPELINE_STEPS must be at least 1")
+}
+
+// TestWorkersAndInflight: AP_WORKERS (the CPU slots) wins over its older
+// name AP_JS_CONCURRENCY, and so do the flags; the in-flight bound is sized
+// from memory, and so is the bound on the JavaScript VMs alive at once,
+// never below the CPU slots.
+func TestWorkersAndInflight(t *testing.T) {
+	t.Parallel()
+	c, err := FromEnv(envOf(map[string]string{"AP_JS_CONCURRENCY": "3", "AP_WORKERS": "5"}))
+	require.NoError(t, err)
+	require.Equal(t, 5, c.Workers)
+
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c.BindFlags(fs)
+	require.NoError(t, fs.Parse([]string{"--js-concurrency", "7", "--max-inflight", "2000"}))
+	require.NoError(t, c.Validate())
+	require.Equal(t, 7, c.Workers)
+	require.Equal(t, 2000, c.MaxInflight)
+	require.Error(t, fs.Parse([]string{"--workers", "many"}))
+
+	if Memory() > 0 {
+		require.Equal(t, int(min(max(Memory()/inflightBytes, 16), MaxInflightLimit)), DefaultMaxInflight())
+		require.Equal(t, max(7, int(Memory()/2/(int64(c.JSMemoryMB)<<20))), c.JSLive())
+	}
+	c.Workers = 1024
+	require.GreaterOrEqual(t, c.JSLive(), 1024, "a VM for every CPU slot")
 }

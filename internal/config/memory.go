@@ -52,7 +52,7 @@ func memTotal() int64 {
 // LLM gives its CPU slot back but keeps its VM, so this, not the CPU
 // slots, bounds the VMs' memory.
 func (c *Config) JSLive() int {
-	n := c.JSConcurrency
+	n := c.Workers
 	if m := Memory(); m > 0 && c.JSMemoryMB > 0 {
 		n = max(n, int(m/2/(int64(c.JSMemoryMB)<<20)))
 	}

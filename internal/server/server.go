@@ -223,7 +223,7 @@ func (s *Server) build(ctx context.Context) error {
 	llmExec.Budgets = s.Usage // asked before every LLM call of a run
 	js := runtimes.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)
 	js.Quotas = s.Config.Quotas
-	js.Slots = fairshare.Shared(s.Config.JSConcurrency)
+	js.Slots = fairshare.Shared(s.Config.Workers)
 	js.Live = fairshare.Shared(s.Config.JSLive())
 	js.Data = appdata.Scripts{Service: s.Data}
 	js.Credentials = credential.Scripts{Service: s.Credentials}

@@ -20,7 +20,8 @@ import (
 
 // TestJavaScriptRunsAtMostSlotsAtOnce: eight users' runs, each holding
 // a fetch open a moment, execute at most two at once with two slots
-// (AP_JS_CONCURRENCY), and every one of them still runs.
+// (AP_WORKERS) and no bound of the VMs apart (Live nil: a run keeps its
+// slot through its host calls), and every one of them still runs.
 func TestJavaScriptRunsAtMostSlotsAtOnce(t *testing.T) {
 	t.Parallel()
 	var now, most, calls atomic.Int32

@@ -1,0 +1,41 @@
+package api_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/llm/llmtest"
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+// TestWaitingRunsHoldNoWorker: with the default settings, 300 LLM
+// activations whose provider holds every call are all in flight at once
+// (issue 22, item 1: a run waiting on an LLM holds no CPU slot, only an
+// in-flight one): the provider has all 300 calls open together, and once
+// it answers every run completes.
+func TestWaitingRunsHoldNoWorker(t *testing.T) {
+	t.Parallel()
+	const runs = 300
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		token := e.signup("u@example.com")
+		fake := llmtest.NewOpenAI(t)
+		_, f := e.userProvider(token, "Slow", fake)
+		release := fake.Block()
+		defer release()
+		ids := make([]string, runs)
+		for i := range ids {
+			ids[i] = e.activate(token, f, map[string]any{"prompt": fmt.Sprint("run ", i)})
+		}
+		fake.WaitCalls(t, runs) // every call open at once: none answered yet
+		release()
+		for _, id := range ids {
+			r := e.await(token, id)
+			require.Equal(t, "completed", r.str("status"), r.str("error"))
+		}
+		require.Equal(t, runs, fake.Calls())
+	})
+}
