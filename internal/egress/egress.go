@@ -36,6 +36,13 @@ const Variable = "AP_EGRESS_ALLOW"
 // clients that make them.
 type Guard struct {
 	allow []netip.Prefix
+	// IdleConns is how many idle connections each client built after it
+	// is set keeps, per host and in all (0: Go's defaults, 2 per host and
+	// 100 in all). Set it to the calls one process has in flight
+	// (AP_MAX_INFLIGHT): thousands of runs waiting on one LLM provider or
+	// webhook agent then reuse their connections instead of opening and
+	// closing one per call.
+	IdleConns int
 }
 
 // New returns a guard allowing, besides public addresses, those in allow
@@ -125,9 +132,13 @@ func (g *Guard) Client(o Options) *http.Client {
 		DialContext:           d.DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
+		MaxIdleConnsPerHost:   g.IdleConns,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
+	}
+	if g.IdleConns > 0 {
+		rt.(*http.Transport).MaxIdleConns = g.IdleConns
 	}
 	rt = literal{rt, g, field}
 	if o.MaxBody > 0 {

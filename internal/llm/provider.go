@@ -25,7 +25,9 @@ type Config struct {
 	Type    string // one of Types
 	BaseURL string // "" for the type's public API
 	APIKey  string
-	// HTTPClient overrides the shared client (tests); it must not retry.
+	// HTTPClient overrides the shared client (tests, users' providers
+	// through the egress guard, the system providers' with room for many
+	// idle connections); it must not retry.
 	HTTPClient *http.Client
 }
 

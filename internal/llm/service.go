@@ -58,6 +58,11 @@ type Options struct {
 	Egress *egress.Guard
 	// Metrics counts every call, its latency and tokens; nil counts nothing.
 	Metrics *metrics.Metrics
+	// IdleConns is how many idle connections the system providers'
+	// client keeps, per host and in all (0: Go's defaults, 2 per host):
+	// the calls in flight at once (AP_MAX_INFLIGHT). Users' providers
+	// keep Egress's IdleConns.
+	IdleConns int
 }
 
 // Provider is a provider as its user sees it: a system one or their own.
@@ -126,9 +131,15 @@ func NewService(st *store.Store, secrets *secret.Box, a *auth.Service, opts Opti
 		s.egress = egress.New(nil)
 	}
 	s.userHTTP = s.egress.Client(egress.Options{Field: "base_url"})
+	var systemHTTP *http.Client // nil: the shared default client
+	if opts.IdleConns > 0 {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = opts.IdleConns, opts.IdleConns
+		systemHTTP = &http.Client{Transport: t}
+	}
 	started := store.Now()
 	add := func(id, name, typ, baseURL, apiKey, model string) error {
-		c, err := New(Config{ID: id, Name: name, Type: typ, BaseURL: baseURL, APIKey: apiKey})
+		c, err := New(Config{ID: id, Name: name, Type: typ, BaseURL: baseURL, APIKey: apiKey, HTTPClient: systemHTTP})
 		if err != nil {
 			return err
 		}

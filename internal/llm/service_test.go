@@ -233,3 +233,50 @@ func TestConcurrentDefaults(t *testing.T) {
 		require.True(t, apperr.Is(err, apperr.Conflict), "%v", err)
 	})
 }
+
+// TestManyCallsKeepTheirConnections: the clients of the system providers
+// and of users' own keep as many idle connections per host as calls were
+// in flight (IdleConns): a second round of 50 concurrent calls to the same
+// provider reuses the first round's connections instead of opening (and
+// then closing) one per call, as Go's default of 2 a host would.
+func TestManyCallsKeepTheirConnections(t *testing.T) {
+	t.Parallel()
+	const calls = 50
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		system, own := llmtest.NewOpenAI(t), llmtest.NewOpenAI(t)
+		guard := egress.New(egresstest.AllowPrefixes())
+		guard.IdleConns = 1000
+		b := setup(t, d, llm.Options{OpenAIAPIKey: "sk-system", OpenAIBaseURL: system.URL, Egress: guard, IdleConns: 1000})
+		alice := b.user(t)
+		mine := b.create(t, alice, llm.Input{Name: ptr("own"), Type: ptr(llm.TypeOpenAICompatible), BaseURL: ptr(own.URL), Models: &[]string{"m"}})
+		for _, c := range []struct {
+			fake     *llmtest.Server
+			provider string
+		}{{system, "openai"}, {own, mine.ID}} {
+			r, err := b.svc.Resolve(ctx, alice.UserID, c.provider)
+			require.NoError(t, err)
+			round := func() {
+				release := c.fake.Block()
+				defer release()
+				before := c.fake.Calls()
+				var wg sync.WaitGroup
+				for range calls {
+					wg.Go(func() {
+						_, err := r.Client.Complete(ctx, llm.Request{Model: "m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+						require.NoError(t, err)
+					})
+				}
+				c.fake.WaitCalls(t, before+calls) // all open at once
+				release()
+				wg.Wait()
+			}
+			round()
+			require.Equal(t, calls, c.fake.Conns())
+			round()
+			// A connection put back a moment after its call returned
+			// may miss the next round: a few, never most.
+			require.Less(t, c.fake.Conns(), calls+calls/5, "connections opened for %s", c.provider)
+		}
+	})
+}

@@ -175,6 +175,10 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	s.Egress = egress.New(s.Config.EgressAllow)
+	// As many runs may wait on one host (an LLM provider, a webhook
+	// agent) as the process holds in flight: its clients keep as many
+	// connections.
+	s.Egress.IdleConns = s.Config.MaxInflight
 	s.Apps = apps.New(s.Store, s.Auth, s.Secrets, s.Egress, apps.Options{PublicURL: s.Config.PublicURL, Production: s.Config.Production(),
 		Quotas: s.Config.Quotas})
 	if err := s.Apps.SeedSystemAgents(ctx); err != nil {
@@ -208,7 +212,7 @@ func (s *Server) build(ctx context.Context) error {
 	s.Webhooks = webhook.New(s.Store, s.Secrets, s.Auth, s.Queue, s.Log, webhook.Options{Egress: s.Egress, Metrics: s.Metrics})
 	s.LLM, err = llm.NewService(s.Store, s.Secrets, s.Auth, llm.Options{
 		OpenAIAPIKey: s.Config.OpenAIAPIKey, OpenAIBaseURL: s.Config.OpenAIBaseURL, AnthropicAPIKey: s.Config.AnthropicAPIKey,
-		Egress: s.Egress, Metrics: s.Metrics})
+		Egress: s.Egress, Metrics: s.Metrics, IdleConns: s.Config.MaxInflight})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -114,6 +115,7 @@ type Server struct {
 	queue    []Reply       // scripted answers, before reply
 	script   Script        // answers from the request, before all else
 	callIDs  int           // tool call ids given so far
+	conns    int           // connections opened so far
 }
 
 // rawAnswer is an answer that is not the provider's format.
@@ -147,6 +149,13 @@ func start(t testing.TB, f flavor) *Server {
 	// On the tests' outside-world address, which the platform reaches
 	// through its egress guard only with AP_EGRESS_ALLOW=127.0.0.2/32.
 	s.srv = egresstest.NewUnstartedServer(t, mux)
+	s.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		}
+	}
 	s.srv.Start()
 	t.Cleanup(func() {
 		// A test that blocked calls and never released them must not hang
@@ -172,6 +181,14 @@ func (s *Server) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls
+}
+
+// Conns is the number of connections clients opened so far: a client
+// that keeps its connections opens no more for calls after the first.
+func (s *Server) Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conns
 }
 
 // WaitCalls waits until at least n requests have arrived (blocked ones
