@@ -245,8 +245,14 @@ func (s *Service) timeLeft(ctx context.Context, a *store.Activation, timeout tim
 }
 
 // watchCancel polls the activation's cancel flag so that a cancel received
-// by another node stops this run within a second.
+// by another node stops this run within a second. On SQLite this process
+// is the only node, whose cancels reach the run at once (Cancel): no
+// poll, which would be a goroutine and a read a second for each of
+// thousands of runs in flight.
 func (s *Service) watchCancel(ctx context.Context, id string, cancel context.CancelCauseFunc) (stop func()) {
+	if !s.Store.MultiNode() {
+		return func() {}
+	}
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(time.Second)
