@@ -13,6 +13,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/llm"
+	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -122,4 +123,53 @@ func TestCancelBeforeTheRunStartsNeverReachesTheProvider(t *testing.T) {
 			})
 		})
 	}
+}
+
+// heldLLM answers no call until the call's context ends, and reports both.
+type heldLLM struct{ started, ended chan struct{} }
+
+func (h heldLLM) Complete(ctx context.Context, _ llm.Request) (*llm.Response, error) {
+	close(h.started) // one call
+	<-ctx.Done()
+	close(h.ended)
+	return nil, ctx.Err()
+}
+
+// TestCancelOnAnotherNodeStopsTheRun: on PostgreSQL, a cancel that another
+// node receives stops a run this worker has waiting on its provider: the
+// worker reads its runs' cancel flags, all in one statement, every second.
+func TestCancelOnAnotherNodeStopsTheRun(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		if d == store.SQLite {
+			t.Skip("one process serves a SQLite database: its cancels reach its runs at once")
+		}
+		ctx := context.Background()
+		provider := heldLLM{started: make(chan struct{}), ended: make(chan struct{})}
+		b := setup(t, d, true, activation.Options{Concurrency: 4}, func(deps *activation.Deps) {
+			deps.Executors = llmOnly(deps.Store, provider)
+		})
+		r, err := b.svc.StartRecovery(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { r.Stop(context.Background()) })
+		a, _, err := b.svc.Create(ctx, b.caller, activation.Request{AgentID: b.agent.ID, InputData: json.RawMessage(`{"prompt":"hi"}`)})
+		require.NoError(t, err)
+		within := func(ch chan struct{}, what string) {
+			t.Helper()
+			select {
+			case <-ch:
+			case <-time.After(20 * time.Second):
+				t.Fatal(what)
+			}
+		}
+		within(provider.started, "the run never reached the provider")
+
+		other := activation.New(activation.Deps{Store: b.store, Queue: queue.New(b.store, testdb.Logger(), queue.Options{}),
+			Log: testdb.Logger(), Agents: ownAgents{b.store}, Events: noEvents{}, Executors: llmOnly(b.store, echo{})},
+			activation.Options{WorkerID: "another-node"})
+		_, err = other.Cancel(ctx, a)
+		require.NoError(t, err)
+		within(provider.ended, "the run goes on after a cancel on another node")
+		require.Equal(t, activation.ErrCancelled, *awaitEnd(t, b.store, a.ID).Error)
+	})
 }

@@ -40,7 +40,50 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.running.Store(true)
 	w.done.Add(1)
 	go w.heartbeat(context.WithoutCancel(ctx), w.svc.self)
+	if w.svc.Store.MultiNode() {
+		w.done.Add(1)
+		go w.watchCancels(context.WithoutCancel(ctx))
+	}
 	return nil
+}
+
+// cancelPollEvery is how often a worker reads the cancel flags of its runs.
+const cancelPollEvery = time.Second
+
+// watchCancels stops, within a second, the runs of this process that a
+// cancel received by another node flagged: one read a second for all of
+// them, however many wait on an LLM. On SQLite one process serves the
+// database, and its cancels reach its runs at once (Cancel): no poll.
+func (w *Worker) watchCancels(ctx context.Context) {
+	defer w.done.Done()
+	t := time.NewTicker(cancelPollEvery)
+	defer t.Stop()
+	var ids []string
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+		}
+		ids = ids[:0]
+		w.svc.running.Range(func(id, _ any) bool {
+			ids = append(ids, id.(string))
+			return true
+		})
+		if len(ids) == 0 {
+			continue
+		}
+		cancelled, err := w.svc.Store.ActivationsCancelled(ctx, ids)
+		if err != nil {
+			w.svc.Log.Warn("read the cancels of running activations", "err", err)
+			continue
+		}
+		for _, id := range cancelled {
+			if r, ok := w.svc.running.Load(id); ok {
+				r.(*tracked).cancel(errCancelled)
+			}
+		}
+	}
 }
 
 func (w *Worker) heartbeat(ctx context.Context, self store.Worker) {

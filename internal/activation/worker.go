@@ -154,9 +154,10 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 			return s.finish(ctx, a, nil, nil, fmt.Errorf("load agent: %w", err))
 		}
 	}
-	// Cancel on this node interrupts the run through runCtx, whether it
-	// executes or still waits for a slot.
-	runCtx, cancel := r.ctx, r.cancel
+	// A cancel interrupts the run through runCtx, whether it executes or
+	// still waits for a slot: at once on this node (Cancel), within a
+	// second on another (Worker.watchCancels).
+	runCtx := r.ctx
 	// The run is an invoke_agent span (tracing on); what it records at
 	// its end (webhook jobs) is in it too.
 	var res *executor.Result
@@ -183,11 +184,9 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	cause := context.Cause(runCtx)
 	if runErr == nil {
 		execCtx, stopTimer := context.WithTimeoutCause(runCtx, limit, errTimedOut)
-		stopWatch := s.watchCancel(execCtx, a.ID, cancel)
 		res, runErr = s.execute(execCtx, r, a, agent)
 		s.Events.EndTokens(a.UserID, a.ID)
 		cause = context.Cause(execCtx)
-		stopWatch()
 		stopTimer()
 		release()
 	}
@@ -242,36 +241,6 @@ func (s *Service) timeLeft(ctx context.Context, a *store.Activation, timeout tim
 	// A run whose clock ran out while it was taken over still gets a
 	// moment: its timeout then ends it with the usual error.
 	return max(timeout-spent, time.Millisecond), nil
-}
-
-// watchCancel polls the activation's cancel flag so that a cancel received
-// by another node stops this run within a second. On SQLite this process
-// is the only node, whose cancels reach the run at once (Cancel): no
-// poll, which would be a goroutine and a read a second for each of
-// thousands of runs in flight.
-func (s *Service) watchCancel(ctx context.Context, id string, cancel context.CancelCauseFunc) (stop func()) {
-	if !s.Store.MultiNode() {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if _, cancelled, err := s.Store.ActivationStatus(ctx, id); err == nil && cancelled {
-					cancel(errCancelled)
-					return
-				}
-			}
-		}
-	}()
-	return func() { close(done) }
 }
 
 // finish records the outcome, its event and its webhook in one transaction

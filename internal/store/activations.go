@@ -289,11 +289,29 @@ func (s *Store) ActivationTakeOver(ctx context.Context, id, workerID string) (*A
 	return s.changed(&a, err)
 }
 
-// ActivationStatus reads an activation's status and cancel flag (the cheap
-// poll a running worker makes to notice a cancel from another node).
-func (s *Store) ActivationStatus(ctx context.Context, id string) (status string, cancelled bool, err error) {
-	err = s.reader().QueryRowContext(ctx, `SELECT status, cancel_requested FROM activations WHERE id = $1`, id).Scan(&status, &cancelled)
-	return status, cancelled, mapErr(err)
+// cancelBatch bounds the ids of one ActivationsCancelled statement, well
+// under both databases' limits on parameters.
+const cancelBatch = 1000
+
+// ActivationsCancelled returns which of ids have had a cancel requested:
+// a process's poll of the runs it has in flight, one statement for a
+// thousand of them instead of one each.
+func (s *Store) ActivationsCancelled(ctx context.Context, ids []string) ([]string, error) {
+	var out []string
+	for len(ids) > 0 {
+		n := min(len(ids), cancelBatch)
+		args := make([]any, n)
+		for i, id := range ids[:n] {
+			args[i] = id
+		}
+		ids = ids[n:]
+		got, err := s.strings(ctx, `SELECT id FROM activations WHERE cancel_requested = TRUE AND id IN (`+placeholders(1, n)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
 }
 
 // ActivationEndedLocked reports whether activation id has ended and its
