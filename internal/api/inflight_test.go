@@ -23,7 +23,10 @@ func TestWaitingRunsHoldNoWorker(t *testing.T) {
 		e := newEnv(t, d, nil)
 		token := e.signup("u@example.com")
 		fake := llmtest.NewOpenAI(t)
-		_, f := e.userProvider(token, "Slow", fake)
+		pid, _ := e.userProvider(token, "Slow", fake)
+		// A timeout the runs cannot meet while the others are created,
+		// however busy the machine.
+		f := e.llmAgent(token, map[string]any{"model": "m", "provider_id": pid}, 600)
 		release := fake.Block()
 		defer release()
 		ids := make([]string, runs)
