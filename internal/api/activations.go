@@ -443,7 +443,7 @@ type WorkerProcess struct {
 	StartedAt   time.Time `json:"started_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
 	Running     int       `json:"running" doc:"Activations running at the last heartbeat"`
-	Concurrency int       `json:"concurrency"`
+	Concurrency int       `json:"concurrency" doc:"Activations it holds in flight at once (AP_MAX_INFLIGHT)"`
 }
 
 // Throughput counts ended activations.

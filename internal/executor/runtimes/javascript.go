@@ -90,7 +90,7 @@ type JavaScript struct {
 	// Quotas bound what ctx.storage keeps (AP_QUOTA_STORAGE_*).
 	Quotas quota.Limits
 	// Slots bounds the runs executing JavaScript at once in this process
-	// (AP_JS_CONCURRENCY): the CPU slots, shared fairly between users;
+	// (AP_WORKERS): the CPU slots, shared fairly between users;
 	// nil: unbounded. With Live set, a run gives its slot back while a
 	// host call waits (ctx.http.fetch, ctx.llm.complete, ctx.storage, a
 	// child activation…) and takes one again before its code goes on.
