@@ -42,3 +42,35 @@ func TestWaitingRunsHoldNoWorker(t *testing.T) {
 		require.Equal(t, runs, fake.Calls())
 	})
 }
+
+// TestWaitingJavaScriptRunsHoldNoCPUSlot: JavaScript agents waiting on
+// ctx.llm.complete give their CPU slot back: with AP_WORKERS=2, forty of
+// them have their LLM calls open at once, and all complete once the
+// provider answers.
+func TestWaitingJavaScriptRunsHoldNoCPUSlot(t *testing.T) {
+	t.Parallel()
+	const runs = 40
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, map[string]string{"AP_WORKERS": "2"})
+		token := e.signup("u@example.com")
+		fake := llmtest.NewOpenAI(t)
+		pid, _ := e.userProvider(token, "Slow", fake)
+		ag := e.jsAgent(token, `async function run(input, ctx) {
+			const r = await ctx.llm.complete({provider_id: input.provider, model: "m", prompt: input.prompt});
+			return {text: r.text};
+		}`, 600)
+		release := fake.Block()
+		defer release()
+		ids := make([]string, runs)
+		for i := range ids {
+			ids[i] = e.activateJS(token, ag, map[string]any{"provider": pid, "prompt": fmt.Sprint("run ", i)})
+		}
+		fake.WaitCalls(t, runs) // every run's call open at once, on two CPU slots
+		release()
+		for i, id := range ids {
+			r := e.await(token, id)
+			require.Equal(t, "completed", r.str("status"), r.str("error"))
+			require.Equal(t, map[string]any{"text": fmt.Sprint("reply to: run ", i)}, r.JSON["output_data"])
+		}
+	})
+}
