@@ -254,27 +254,34 @@ func TestKill9LosesNoJavaScriptRun(t *testing.T) {
 	}
 }
 
-// TestSIGTERMDuringLoadDrains: SIGTERM with activations queued and running:
+// TestSIGTERMDuringLoadDrains: SIGTERM with activations queued and running
+// (AP_MAX_INFLIGHT=8), and with all of them in flight (the default bound):
 // the process exits cleanly, and after a restart every activation
 // completes; none is lost or failed.
 func TestSIGTERMDuringLoadDrains(t *testing.T) {
 	t.Parallel()
-	slow := llmtest.NewOpenAI(t)
-	slow.SetDelay(200 * time.Millisecond)
-	env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_MAX_INFLIGHT=8", "AP_RATE_LIMIT=1000000")
+	for name, inflight := range map[string]string{"some queued": "8", "all in flight": ""} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			slow := llmtest.NewOpenAI(t)
+			slow.SetDelay(200 * time.Millisecond)
+			env := environ(t.TempDir(), "AP_OPENAI_BASE_URL="+slow.URL, "AP_OPENAI_API_KEY=sk-test", "AP_MAX_INFLIGHT="+inflight,
+				"AP_RATE_LIMIT=1000000")
 
-	first := startServe(t, env)
-	p := setupPlatform(t, first.URL)
-	ids := p.activate(100)
-	first.stop() // SIGTERM, exit 0 within the drain time
+			first := startServe(t, env)
+			p := setupPlatform(t, first.URL)
+			ids := p.activate(100)
+			first.stop() // SIGTERM, exit 0 within the drain time
 
-	second := startServe(t, env)
-	p.base = second.URL
-	states := p.awaitAllEnded(ids, time.Minute)
-	for _, id := range ids {
-		require.Equal(t, "completed", states[id].Status, "activation %s: %+v", id, states[id])
+			second := startServe(t, env)
+			p.base = second.URL
+			states := p.awaitAllEnded(ids, time.Minute)
+			for _, id := range ids {
+				require.Equal(t, "completed", states[id].Status, "activation %s: %+v", id, states[id])
+			}
+			second.stop()
+		})
 	}
-	second.stop()
 }
 
 // TestKill9PipelineStepsRunOnce: pipeline runs whose function step waits on
