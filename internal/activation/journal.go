@@ -85,19 +85,23 @@ func (j *journal) Record(ctx context.Context, steps ...*store.Step) error {
 		if err := tx.StepsInsert(ctx, steps...); err != nil {
 			return err
 		}
-		// With the step that holds the answer: both or neither, once (a
-		// step of the activation is unique, and so is its record).
-		if err := tx.UsageInsert(ctx, bills...); err != nil {
-			return err
-		}
-		j.s.afterUsage(ctx, tx, bills)
 		var evs []*events.Event
 		for _, st := range steps {
 			if st.EndedAt != nil {
 				evs = append(evs, j.s.stepEvent(j.a, st))
 			}
 		}
-		return j.s.Events.Record(ctx, tx, evs...)
+		if err := j.s.Events.Record(ctx, tx, evs...); err != nil {
+			return err
+		}
+		// With the step that holds the answer: both or neither, once (a
+		// step of the activation is unique, and so is its record). Last,
+		// as at a run's end: the daily sums' row is locked until the commit.
+		if err := tx.UsageInsert(ctx, bills...); err != nil {
+			return err
+		}
+		j.s.afterUsage(ctx, tx, bills)
+		return nil
 	})
 }
 

@@ -320,19 +320,23 @@ func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *sto
 		if !ok {
 			return nil // ended already: by a cancel, or by the run this one was handed to
 		}
+		if err := s.endedTx(ctx, tx, ended, agent); err != nil {
+			return err
+		}
+		// Last: the daily sums' row stays locked until the commit, and
+		// every run of the account on every node adds to a few such rows.
 		if err := tx.UsageInsert(ctx, usage...); err != nil {
 			return err
 		}
 		s.afterUsage(ctx, tx, usage)
-		return s.endedTx(ctx, tx, ended, agent)
+		return nil
 	})
 }
 
 // endedTx records in tx everything that follows any end of activation a
 // (a run's end, a cancel, a reaped worker's last attempt): the end hooks,
 // its webhook and its event, published after commit with its metrics.
-// agent may be nil. The event goes last: appending it locks the user's
-// event counter until the commit.
+// agent may be nil.
 func (s *Service) endedTx(ctx context.Context, tx *store.Store, a *store.Activation, agent *store.Agent) error {
 	for _, h := range s.EndHooks {
 		if err := h(ctx, tx, a); err != nil {
