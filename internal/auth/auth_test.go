@@ -2,6 +2,7 @@ package auth
 
 import (
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -166,4 +167,28 @@ func TestCheck(t *testing.T) {
 		_, err = Check(id, Page, http.MethodGet)
 		require.Error(t, err, "%+v", id)
 	}
+}
+
+// TestNewHashesNothing: the hash an unknown email is verified against costs
+// a verification like any stored one (same parameters, argon2id run in
+// full) but no hash at start: a 19 MiB argon2 run in New was garbage a
+// fresh server kept in its RSS. Not parallel: it reads the process's
+// allocation counter.
+func TestNewHashesNothing(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	svc, err := New(nil, nil, Options{})
+	require.NoError(t, err)
+	runtime.ReadMemStats(&after)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "New allocates no argon2 memory")
+
+	require.True(t, strings.HasPrefix(svc.dummyHash, "$argon2id$v=19$m=19456,t=2,p=1$"), svc.dummyHash)
+	for _, pw := range []string{"", "not a password of anyone", "password1"} {
+		ok, err := VerifyPassword(svc.dummyHash, pw)
+		require.NoError(t, err)
+		require.False(t, ok, "no password matches the dummy")
+	}
+	other, err := New(nil, nil, Options{})
+	require.NoError(t, err)
+	require.NotEqual(t, svc.dummyHash, other.dummyHash, "a fresh salt and key per service")
 }

@@ -33,9 +33,27 @@ func HashPassword(password string, p PasswordParams) (string, error) {
 		return "", err
 	}
 	key := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, keyLen)
+	return encodePHC(p, salt, key), nil
+}
+
+// unmatchableHash is a PHC string with p's costs, a random salt and a random
+// key in place of a hash: verifying a password against it runs argon2id in
+// full like a stored hash, and no password matches it (short of guessing 256
+// random bits). It stands for a hash where none exists (an unknown email)
+// without hashing anything: a hash would cost p.Memory of garbage up front.
+func unmatchableHash(p PasswordParams) (string, error) {
+	buf := make([]byte, saltLen+keyLen)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	return encodePHC(p, buf[:saltLen], buf[saltLen:]), nil
+}
+
+// encodePHC is $argon2id$v=19$m=…,t=…,p=…$salt$key.
+func encodePHC(p PasswordParams, salt, key []byte) string {
 	b64 := base64.RawStdEncoding
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s",
-		argon2.Version, p.Memory, p.Time, p.Threads, b64.EncodeToString(salt), b64.EncodeToString(key)), nil
+		argon2.Version, p.Memory, p.Time, p.Threads, b64.EncodeToString(salt), b64.EncodeToString(key))
 }
 
 var errBadHash = errors.New("auth: malformed password hash")

@@ -54,7 +54,8 @@ type Service struct {
 	log   *slog.Logger
 	opts  Options
 	// dummyHash is verified against when an email is unknown, so that a
-	// login takes as long whether or not the account exists.
+	// login takes as long whether or not the account exists (the same
+	// costs as a stored hash; unmatchableHash).
 	dummyHash string
 	hasher    *hasher
 	now       func() time.Time
@@ -67,7 +68,7 @@ func New(s *store.Store, log *slog.Logger, opts Options) (*Service, error) {
 	if opts.Password == (PasswordParams{}) {
 		opts.Password = DefaultPasswordParams
 	}
-	dummy, err := HashPassword("not a password of anyone", opts.Password)
+	dummy, err := unmatchableHash(opts.Password)
 	if err != nil {
 		return nil, err
 	}

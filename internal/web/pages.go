@@ -2,6 +2,7 @@ package web
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -30,7 +31,7 @@ type view struct {
 func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
 	v.Version = p.version
 	var buf bytes.Buffer
-	if err := p.pages[name].Execute(&buf, v); err != nil {
+	if err := p.execute(&buf, name, "", v); err != nil {
 		p.Log.Error("web: render", "page", name, "err", err, "path", r.URL.Path)
 		http.Error(w, "Internal server error", http.StatusInternalServerError)
 		return
@@ -44,13 +45,29 @@ func (p *Pages) render(w http.ResponseWriter, r *http.Request, status int, name 
 // its script fetches again to show what changed.
 func (p *Pages) fragment(w http.ResponseWriter, r *http.Request, name, tmpl string, data any) {
 	var buf bytes.Buffer
-	if err := p.pages[name].ExecuteTemplate(&buf, tmpl, data); err != nil {
+	if err := p.execute(&buf, name, tmpl, data); err != nil {
 		p.Log.Error("web: render", "page", name, "template", tmpl, "err", err, "path", r.URL.Path)
 		http.Error(w, "Internal server error", http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(buf.Bytes())
+}
+
+// execute runs page name's template tmpl ("": the whole page) into buf.
+func (p *Pages) execute(buf *bytes.Buffer, name, tmpl string, data any) error {
+	pg, ok := p.pages[name]
+	if !ok {
+		return fmt.Errorf("web: no page %s", name)
+	}
+	t, err := pg.template()
+	if err != nil {
+		return err
+	}
+	if tmpl == "" {
+		return t.Execute(buf, data)
+	}
+	return t.ExecuteTemplate(buf, tmpl, data)
 }
 
 // fail answers a domain error: a page that does not exist for the caller

@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentplatform/agentplatform/examples"
@@ -80,16 +81,19 @@ type MCPTools interface {
 // Pages is the web UI.
 type Pages struct {
 	Deps
-	pages  map[string]*template.Template
+	pages  map[string]*page
 	static http.Handler
 	// version busts browser caches of the static files when they change.
 	version string
 }
 
-// New parses every template (a broken one stops the process at start,
-// not at the first visit).
+// New lists the pages; each parses its template on its first render
+// (page). An API-only server never renders one, and the parse trees were
+// a megabyte of its idle heap. A broken template cannot reach a binary
+// unseen: they are embedded, and TestTemplatesParseOnFirstUse parses them
+// all.
 func New(d Deps) (*Pages, error) {
-	p := &Pages{Deps: d, pages: map[string]*template.Template{}}
+	p := &Pages{Deps: d, pages: map[string]*page{}}
 	names, err := fs.Glob(files, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -98,11 +102,7 @@ func New(d Deps) (*Pages, error) {
 		if name == "templates/layout.html" {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", name)
-		if err != nil {
-			return nil, fmt.Errorf("web: %s: %w", name, err)
-		}
-		p.pages[name[len("templates/"):]] = t
+		p.pages[name[len("templates/"):]] = &page{file: name}
 	}
 	static, err := fs.Sub(files, "static")
 	if err != nil {
@@ -115,6 +115,29 @@ func New(d Deps) (*Pages, error) {
 	}
 	return p, nil
 }
+
+// page is one page's template, layout.html and the page's file, parsed
+// once on first use.
+type page struct {
+	file string
+	once sync.Once
+	tmpl *template.Template
+	err  error
+}
+
+// template is the page's parsed template, or why it does not parse.
+func (pg *page) template() (*template.Template, error) {
+	pg.once.Do(func() {
+		pg.tmpl, pg.err = template.New("layout.html").Funcs(funcs).ParseFS(files, "templates/layout.html", pg.file)
+		if pg.err != nil {
+			pg.err = fmt.Errorf("web: %s: %w", pg.file, pg.err)
+		}
+	})
+	return pg.tmpl, pg.err
+}
+
+// parsed reports whether the template was parsed already (tests).
+func (pg *page) parsed() bool { return pg.tmpl != nil || pg.err != nil }
 
 // Register lists every page. Add a page here, with its rule: public
 // (login, register) or private (everything else).
