@@ -225,6 +225,7 @@ func (s *Server) build(ctx context.Context) error {
 		RefreshRate: s.Config.CredentialRefreshRate})
 	s.Credentials.AddJobs(s.Queue)
 	s.Usage = usage.New(s.Store, s.Auth, s.Events)
+	s.Usage.AddJobs(s.Queue)
 	llmExec := runtimes.NewLLM(s.LLM.Resolve, s.Store, s.Log)
 	llmExec.Budgets = s.Usage // asked before every LLM call of a run
 	js := runtimes.NewJavaScript(s.Store, s.Egress, llmExec, s.Config.JSMemoryMB)

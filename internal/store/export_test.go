@@ -73,8 +73,8 @@ func (s *Store) UsageDailyTotals(ctx context.Context, userID, day string) (sums 
 
 // UsageBulk writes many records fast, for benchmarks: Add writes the
 // records in multi-row INSERTs and sums them by day; Flush writes the
-// daily sums (shard 0), so the daily table is what UsageInsert would have
-// made of the same records.
+// daily sums, so the daily table is what UsageInsert would have made of
+// the same records.
 type UsageBulk struct {
 	s     *Store
 	daily map[usageDayKey]*[5]int64
@@ -137,11 +137,26 @@ func (b *UsageBulk) Add(ctx context.Context, recs []UsageRecord) error {
 		input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, created_at)`, 15, rows)
 }
 
-// Flush writes the daily sums of every record added.
+// Flush writes the daily sums of every record added: on PostgreSQL each
+// sum spread over as many shards as UsageInsert's calls would have
+// reached, so that a report reads as many rows as it would in production.
 func (b *UsageBulk) Flush(ctx context.Context) error {
 	rows := make([][]any, 0, len(b.daily))
 	for k, d := range b.daily {
-		rows = append(rows, []any{k.user, k.day, k.app, k.agent, k.key, k.provider, k.model, 0, d[0], d[1], d[2], d[3], d[4]})
+		n := int64(1)
+		if b.s.d.multiNode() {
+			n = min(d[0], usageShards)
+		}
+		for shard := range n {
+			var part [5]int64
+			for i, v := range d {
+				part[i] = v / n
+				if shard < v%n {
+					part[i]++
+				}
+			}
+			rows = append(rows, []any{k.user, k.day, k.app, k.agent, k.key, k.provider, k.model, shard, part[0], part[1], part[2], part[3], part[4]})
+		}
 	}
 	return b.s.multiInsert(ctx, `INSERT INTO usage_daily (user_id, day, app_id, agent_id, api_key_id, provider, model, shard,
 		calls, input_tokens, output_tokens, cost_micro_usd, unpriced_calls)`, 13, rows)

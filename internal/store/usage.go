@@ -86,6 +86,40 @@ func (s *Store) UsageInsert(ctx context.Context, recs ...*UsageRecord) error {
 	return nil
 }
 
+// UsageCompact folds the shards of the daily sums of days before day
+// (YYYY-MM-DD) into shard 0, in one statement: a day over takes no more
+// writes but the odd late one (a call recorded the moment before
+// midnight), so its shards only make reports read more rows. A late
+// write lands in a shard again and is folded the next time. SQLite
+// writes shard 0 only: nothing to do.
+func (s *Store) UsageCompact(ctx context.Context, day string) (int64, error) {
+	if !s.d.multiNode() {
+		return 0, nil
+	}
+	res, err := s.writer().ExecContext(ctx, `WITH moved AS (
+			DELETE FROM usage_daily WHERE day < $1 AND shard > 0
+			RETURNING user_id, day, app_id, agent_id, api_key_id, provider, model,
+				calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, unpriced_calls)
+		INSERT INTO usage_daily (user_id, day, app_id, agent_id, api_key_id, provider, model, shard,
+			calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, unpriced_calls)
+		SELECT user_id, day, app_id, agent_id, api_key_id, provider, model, 0,
+			sum(calls), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens),
+			sum(cost_micro_usd), sum(unpriced_calls)
+		FROM moved GROUP BY user_id, day, app_id, agent_id, api_key_id, provider, model
+		ON CONFLICT (user_id, day, app_id, agent_id, api_key_id, provider, model, shard) DO UPDATE SET
+			calls = usage_daily.calls + excluded.calls,
+			input_tokens = usage_daily.input_tokens + excluded.input_tokens,
+			output_tokens = usage_daily.output_tokens + excluded.output_tokens,
+			cache_read_tokens = usage_daily.cache_read_tokens + excluded.cache_read_tokens,
+			cache_write_tokens = usage_daily.cache_write_tokens + excluded.cache_write_tokens,
+			cost_micro_usd = usage_daily.cost_micro_usd + excluded.cost_micro_usd,
+			unpriced_calls = usage_daily.unpriced_calls + excluded.unpriced_calls`, day)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
 // UsageHas reports whether the user's ledger holds calls of app appID (or
 // of agent agentID): a report may ask about one deleted since.
 func (s *Store) UsageHas(ctx context.Context, userID, appID, agentID string) (bool, error) {

@@ -53,3 +53,49 @@ func TestUsageInsert(t *testing.T) {
 		require.Equal(t, "2026-11-27", store.UsageDay(time.Date(2026, 11, 28, 0, 30, 0, 0, time.FixedZone("x", 3600))), "days are UTC days")
 	})
 }
+
+// TestUsageCompact: the shards of days over fold into one row each, with
+// the same sums; today's stay as they are, and folding again changes
+// nothing.
+func TestUsageCompact(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		act := newRunningActivation(t, s, "w1")
+		yesterday := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+		today := yesterday.Add(24 * time.Hour)
+		price := int64(5)
+		var recs []*store.UsageRecord
+		for i := range 200 {
+			at := yesterday
+			if i%2 == 1 {
+				at = today
+			}
+			recs = append(recs, &store.UsageRecord{ID: uuid.NewString(), UserID: act.UserID, AppID: act.AppID, AgentID: act.AgentID,
+				Provider: "openai", Model: "gpt-5-mini", InputTokens: 10, OutputTokens: 2, CostMicroUSD: &price, CreatedAt: at})
+		}
+		require.NoError(t, s.UsageInsert(ctx, recs...))
+		before, shards, err := s.UsageDailyTotals(ctx, act.UserID, "2026-11-26")
+		require.NoError(t, err)
+		todayBefore, todayShards, err := s.UsageDailyTotals(ctx, act.UserID, "2026-11-27")
+		require.NoError(t, err)
+		if d == store.Postgres {
+			require.Greater(t, shards, 1, "100 calls spread over shards on PostgreSQL")
+		}
+
+		for range 2 {
+			_, err = s.UsageCompact(ctx, "2026-11-27")
+			require.NoError(t, err)
+			after, rows, err := s.UsageDailyTotals(ctx, act.UserID, "2026-11-26")
+			require.NoError(t, err)
+			require.Equal(t, before, after, "the same sums")
+			require.Equal(t, 1, rows, "in one row")
+			todayAfter, todayRows, err := s.UsageDailyTotals(ctx, act.UserID, "2026-11-27")
+			require.NoError(t, err)
+			require.Equal(t, todayBefore, todayAfter)
+			require.Equal(t, todayShards, todayRows, "today is not folded")
+		}
+		require.Equal(t, [5]int64{100, 1000, 200, 500, 0}, before)
+	})
+}
