@@ -56,7 +56,8 @@ func (s *Service) AppAgents(ctx context.Context, c *auth.Caller, appID, search s
 
 // Agent returns an agent the caller sees, for reading.
 func (s *Service) Agent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error) {
-	return s.visibleAgent(ctx, c, agentID, actionRead)
+	a, _, err := s.visibleAgent(ctx, c, agentID, actionRead)
+	return a, err
 }
 
 // VisibleAgent returns an agent the caller may use: one of the caller's
@@ -64,12 +65,7 @@ func (s *Service) Agent(ctx context.Context, c *auth.Caller, agentID string) (*s
 // system agent; anything else is ErrAgentNotFound. An agent of a disabled
 // app is ErrAppDisabled, a disabled agent ErrAgentDisabled (both 409).
 func (s *Service) VisibleAgent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error) {
-	var appStatus string
-	a, err := s.visibleAgentWith(ctx, c, agentID, "use", func(id string) (*store.Agent, error) {
-		a, status, err := s.store.AgentGetWithApp(ctx, id)
-		appStatus = status
-		return a, err
-	})
+	a, appStatus, err := s.visibleAgent(ctx, c, agentID, "use")
 	if err != nil {
 		return nil, err
 	}
@@ -87,33 +83,30 @@ func (s *Service) VisibleAgent(ctx context.Context, c *auth.Caller, agentID stri
 	return a, nil
 }
 
-func (s *Service) visibleAgent(ctx context.Context, c *auth.Caller, agentID, action string) (*store.Agent, error) {
-	return s.visibleAgentWith(ctx, c, agentID, action, func(id string) (*store.Agent, error) { return s.store.AgentGet(ctx, id) })
-}
-
-// visibleAgentWith is visibleAgent reading the agent with get.
-func (s *Service) visibleAgentWith(ctx context.Context, c *auth.Caller, agentID, action string, get func(id string) (*store.Agent, error)) (*store.Agent, error) {
+// visibleAgent reads the agent, with its app's status in the same
+// statement (activate needs both), if the caller may act on it.
+func (s *Service) visibleAgent(ctx context.Context, c *auth.Caller, agentID, action string) (*store.Agent, string, error) {
 	if uuid.Validate(agentID) != nil {
-		return nil, ErrAgentNotFound
+		return nil, "", ErrAgentNotFound
 	}
-	a, err := get(agentID)
+	a, appStatus, err := s.store.AgentGetWithApp(ctx, agentID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, ErrAgentNotFound
+		return nil, "", ErrAgentNotFound
 	}
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if a.IsSystem {
 		// Everyone's, and in no app: a key bound to one does not see them.
 		if !c.SeesApp("") {
-			return nil, ErrAgentNotFound
+			return nil, "", ErrAgentNotFound
 		}
-		return a, nil
+		return a, appStatus, nil
 	}
 	if err := s.auth.Reach(ctx, c, auth.Resource{Type: resourceAgent, ID: a.ID, OwnerID: a.UserID, AppID: a.AppID}, action, ErrAgentNotFound); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return a, nil
+	return a, appStatus, nil
 }
 
 // AppAgent returns an agent of the caller's app.
