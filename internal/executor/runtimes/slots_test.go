@@ -36,22 +36,7 @@ func TestJavaScriptRunsAtMostSlotsAtOnce(t *testing.T) {
 	js := runtimes.NewJavaScript(nil, egress.New(egresstest.AllowPrefixes()), nil, 16)
 	js.Slots = fairshare.Shared(2)
 	code := fmt.Sprintf(`async function run(input, ctx) { await ctx.http.fetch(%q); return "ok"; }`, srv.URL)
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for i := range 8 {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			_, err := js.Execute(ctx, &executor.Run{Kind: executor.Execution, ID: fmt.Sprint(i), UserID: fmt.Sprint("user-", i),
-				Config: []byte(fmt.Sprintf(`{"code":%q}`, code))})
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
+	runAll(t, js, code, 8)
 	require.Equal(t, int32(8), calls.Load())
 	require.Equal(t, int32(2), most.Load(), "runs executing at once")
 }
@@ -107,9 +92,20 @@ func TestJavaScriptWaitsHoldNoCPUSlot(t *testing.T) {
 		}
 		return x;
 	}`, srv.URL)
+	runAll(t, js, code, runs)
+	require.Equal(t, 3*runs, arrived)
+	require.LessOrEqual(t, mostHeld, 2, "CPU slots held while a fetch waits")
+	require.Zero(t, js.Slots.Held())
+	require.Zero(t, js.Live.Held())
+}
+
+// runAll executes code n times at once, each run a user of its own, and
+// requires every run to succeed.
+func runAll(t *testing.T, js *runtimes.JavaScript, code string, n int) {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make(chan error, runs)
-	for i := range runs {
+	errs := make(chan error, n)
+	for i := range n {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
@@ -123,8 +119,4 @@ func TestJavaScriptWaitsHoldNoCPUSlot(t *testing.T) {
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.Equal(t, 3*runs, arrived)
-	require.LessOrEqual(t, mostHeld, 2, "CPU slots held while a fetch waits")
-	require.Zero(t, js.Slots.Held())
-	require.Zero(t, js.Live.Held())
 }
