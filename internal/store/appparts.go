@@ -314,8 +314,14 @@ type AppPart struct {
 // where listing each kind with its count took six: an MCP request lists
 // them on every call.
 func (s *Store) AppPartList(ctx context.Context, userID, appID string, names ...string) ([]AppPart, error) {
-	args := []any{userID, appID}
-	cond := `user_id = $1 AND app_id IS NOT NULL AND ($2 = '' OR ` + s.d.cast("app_id", "text") + ` = $2)`
+	// An app's parts are found through its (app_id, name) indexes; the
+	// user's own check rides along.
+	args := []any{userID}
+	cond := `user_id = $1 AND app_id IS NOT NULL`
+	if appID != "" {
+		args = append(args, appID)
+		cond = `app_id = $2 AND user_id = $1`
+	}
 	if len(names) > 0 {
 		cond += ` AND name IN (` + placeholders(len(args)+1, len(names)) + `)`
 		for _, n := range names {
