@@ -45,7 +45,10 @@ type Deps struct {
 // Service serves the MCP endpoints.
 type Service struct {
 	Deps
-	handler *mcp.StreamableHTTPHandler
+	// plain answers a message in one JSON body; streaming answers it as
+	// an event stream, for a call whose client asked for progress.
+	plain, streaming *mcp.StreamableHTTPHandler
+	calls            callServers
 	// pipelinePoll is how often a pipeline call reads its run's state.
 	pipelinePoll time.Duration
 }
@@ -57,11 +60,19 @@ const CallTimeout = 15 * time.Minute
 // New builds the service.
 func New(d Deps) *Service {
 	s := &Service{Deps: d, pipelinePoll: 100 * time.Millisecond}
-	s.handler = mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	s.plain, s.streaming = newHandler(true), newHandler(false)
+	return s
+}
+
+func newHandler(jsonResponse bool) *mcp.StreamableHTTPHandler {
+	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		srv, _ := r.Context().Value(serverKey{}).(*mcp.Server)
 		return srv
 	}, &mcp.StreamableHTTPOptions{
 		Stateless: true,
+		// One write of the answer, where an event stream costs a write and a
+		// flush per message; progress needs the stream (Serve picks).
+		JSONResponse: jsonResponse,
 		// The front door limits bodies already (internal/router), and the
 		// platform is often served behind a proxy on a loopback address
 		// with the public Host: the SDK's DNS-rebinding guard would refuse
@@ -71,7 +82,6 @@ func New(d Deps) *Service {
 		MaxRequestBodyBytes:          -1,
 		PropagateRequestCancellation: true,
 	})
-	return s
 }
 
 type serverKey struct{}
@@ -113,6 +123,9 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Cal
 		Method string          `json:"method"`
 		Params struct {
 			Name string `json:"name"`
+			Meta struct {
+				ProgressToken any `json:"progressToken"`
+			} `json:"_meta"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
@@ -121,19 +134,22 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Cal
 			return
 		}
 	}
-	// A call needs its one tool: the SDK checks the arguments against the
-	// schema of every tool it is given, which costs more than the call.
-	only := ""
+	var srv *mcp.Server
 	if msg.Method == "tools/call" {
-		only = msg.Params.Name
+		srv, ctx, err = s.callServer(ctx, caller, appID, msg.Params.Name)
+	} else {
+		srv, err = s.server(ctx, caller, appID)
 	}
-	srv, err := s.server(ctx, caller, appID, only)
 	if err != nil {
 		httperr.Write(w, r, err)
 		return
 	}
+	h := s.plain
+	if msg.Params.Meta.ProgressToken != nil {
+		h = s.streaming
+	}
 	rw := &rpcErrors{ResponseWriter: w}
-	s.handler.ServeHTTP(rw, r.WithContext(context.WithValue(ctx, serverKey{}, srv)))
+	h.ServeHTTP(rw, r.WithContext(context.WithValue(ctx, serverKey{}, srv)))
 	rw.answer(msg.ID)
 }
 
@@ -224,32 +240,25 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, code int64, b *htt
 }
 
 // server builds the MCP server of one request with the tools caller
-// reaches; only, when not empty, keeps that one tool (a tools/call's),
-// or none when there is no such tool, which the SDK answers as unknown.
-func (s *Service) server(ctx context.Context, caller *auth.Caller, appID, only string) (*mcp.Server, error) {
-	var tools []tool
-	var err error
-	switch names := namesOf(only, appID); {
-	case only == "":
-		tools, err = s.tools(ctx, caller, appID)
-	case len(names) > 0:
-		tools, err = s.tools(ctx, caller, appID, names...)
-	}
+// reaches.
+func (s *Service) server(ctx context.Context, caller *auth.Caller, appID string) (*mcp.Server, error) {
+	tools, err := s.tools(ctx, caller, appID)
 	if err != nil {
 		return nil, err
 	}
-	srv := mcp.NewServer(&mcp.Implementation{Name: "agentplatform", Version: version.Version}, &mcp.ServerOptions{
+	srv := newServer()
+	for _, t := range tools {
+		srv.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: t.schema}, s.handle(caller, t))
+	}
+	return srv, nil
+}
+
+func newServer() *mcp.Server {
+	return mcp.NewServer(&mcp.Implementation{Name: "agentplatform", Version: version.Version}, &mcp.ServerOptions{
 		// A tool list is what this caller reaches: no shared cache may
 		// hand it to another (the protocol's default scope is public).
 		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.CacheScope = "private" },
 	})
-	for _, t := range tools {
-		if only != "" && t.name != only {
-			continue
-		}
-		srv.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: t.schema}, s.handle(caller, t))
-	}
-	return srv, nil
 }
 
 // handle is the tool handler of t: its run's failure, bad input
