@@ -211,3 +211,41 @@ func TestMCPAndOpenAIAreRateLimited(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPToolSchemaAnnotations: a function's input_schema may carry the
+// `x-mcp-header` keyword MCP gives a meaning (a parameter sent as an HTTP
+// header), right or wrong: the SDK panics on a tool whose annotation is
+// wrong, which must cost neither the list nor the call, nor anyone's
+// other tools.
+func TestMCPToolSchemaAnnotations(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		session := e.signup("ada@example.com")
+		key := e.keyWith(session, "read:all", "write:all")
+		appID := e.importManifest(key, exampleManifest(t)).expect(t, 201).str("app_id")
+		for name, prop := range map[string]any{
+			"on_an_object": map[string]any{"type": "object", "x-mcp-header": "Region"},
+			"a_number":     map[string]any{"type": "string", "x-mcp-header": 7},
+			"bad_header":   map[string]any{"type": "string", "x-mcp-header": "not a header"},
+			"good":         map[string]any{"type": "string", "x-mcp-header": "Region"},
+		} {
+			e.do("POST", "/api/v1/functions", map[string]any{"app_id": appID, "name": name, "code": "async function run(input) { return input; }",
+				"input_schema": map[string]any{"type": "object", "properties": map[string]any{"region": prop}}}, bearer(key)).expect(t, 201)
+		}
+		for _, path := range []string{"/api/v1/apps/" + appID + "/mcp", "/api/v1/mcp"} {
+			r := e.do("POST", path, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), bearer(key), mcpAccept)
+			require.Equal(t, http.StatusOK, r.Status, "%s: %s", path, r.Body)
+			require.Nil(t, rpcError(t, r), string(r.Body))
+			require.Contains(t, string(r.Body), "triage", "the app's other tools are listed")
+			require.Contains(t, string(r.Body), "good", "a right annotation is kept")
+		}
+		for _, name := range []string{"a_number", "good"} {
+			r := e.do("POST", "/api/v1/apps/"+appID+"/mcp", []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`","arguments":{"region":"eu"}}}`),
+				bearer(key), mcpAccept)
+			require.Equal(t, http.StatusOK, r.Status, "%s: %s", name, r.Body)
+			require.Nil(t, rpcError(t, r), string(r.Body))
+			require.Contains(t, string(r.Body), `eu`, name)
+		}
+	})
+}

@@ -248,9 +248,45 @@ func (s *Service) server(ctx context.Context, caller *auth.Caller, appID string)
 	}
 	srv := newServer()
 	for _, t := range tools {
-		srv.AddTool(&mcp.Tool{Name: t.name, Description: t.description, InputSchema: t.schema}, s.handle(caller, t))
+		addTool(srv, &mcp.Tool{Name: t.name, Description: t.description, InputSchema: t.schema}, s.handle(caller, t))
 	}
 	return srv, nil
+}
+
+// addTool adds t to srv. A stored input_schema may carry any keyword,
+// x-mcp-header too (a parameter a client also sends as a header), and
+// the SDK panics on a tool whose such annotations are wrong: that tool
+// is listed without them rather than costing the caller every tool.
+func addTool(srv *mcp.Server, t *mcp.Tool, h mcp.ToolHandler) {
+	defer func() {
+		if recover() != nil {
+			t.InputSchema = withoutHeaderAnnotations(t.InputSchema)
+			srv.AddTool(t, h)
+		}
+	}()
+	srv.AddTool(t, h)
+}
+
+// withoutHeaderAnnotations is schema (a JSON value) without its
+// x-mcp-header members, at any depth.
+func withoutHeaderAnnotations(schema any) any {
+	switch v := schema.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			if k != "x-mcp-header" {
+				out[k] = withoutHeaderAnnotations(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = withoutHeaderAnnotations(e)
+		}
+		return out
+	}
+	return schema
 }
 
 func newServer() *mcp.Server {
