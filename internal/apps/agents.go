@@ -69,6 +69,34 @@ func (s *Service) VisibleAgent(ctx context.Context, c *auth.Caller, agentID stri
 	if err != nil {
 		return nil, err
 	}
+	return usable(a, appStatus)
+}
+
+// VisibleAgentInApp is VisibleAgent for the agent named name of one of
+// the caller's own apps (by id, or by slug when appID is empty), read
+// with its app in one statement: the OpenAI endpoint and MCP name the
+// agents they activate. shared reports whether a function or a pipeline
+// of the app has the name too.
+func (s *Service) VisibleAgentInApp(ctx context.Context, c *auth.Caller, appID, slug, name string) (a *store.Agent, shared bool, err error) {
+	if appID != "" && uuid.Validate(appID) != nil {
+		return nil, false, ErrAgentNotFound
+	}
+	a, appStatus, shared, err := s.store.AgentGetInApp(ctx, c.UserID, appID, slug, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, ErrAgentNotFound
+	}
+	if err == nil {
+		err = s.reach(ctx, c, a, "use")
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	a, err = usable(a, appStatus)
+	return a, shared, err
+}
+
+// usable is a, read with its app's status, if it may run now.
+func usable(a *store.Agent, appStatus string) (*store.Agent, error) {
 	if !a.IsSystem {
 		switch appStatus {
 		case "":
@@ -96,17 +124,22 @@ func (s *Service) visibleAgent(ctx context.Context, c *auth.Caller, agentID, act
 	if err != nil {
 		return nil, "", err
 	}
-	if a.IsSystem {
-		// Everyone's, and in no app: a key bound to one does not see them.
-		if !c.SeesApp("") {
-			return nil, "", ErrAgentNotFound
-		}
-		return a, appStatus, nil
-	}
-	if err := s.auth.Reach(ctx, c, auth.Resource{Type: resourceAgent, ID: a.ID, OwnerID: a.UserID, AppID: a.AppID}, action, ErrAgentNotFound); err != nil {
+	if err := s.reach(ctx, c, a, action); err != nil {
 		return nil, "", err
 	}
 	return a, appStatus, nil
+}
+
+// reach is nil if the caller may act on agent a: a system agent is
+// everyone's, and in no app (a key bound to one does not see them).
+func (s *Service) reach(ctx context.Context, c *auth.Caller, a *store.Agent, action string) error {
+	if a.IsSystem {
+		if !c.SeesApp("") {
+			return ErrAgentNotFound
+		}
+		return nil
+	}
+	return s.auth.Reach(ctx, c, auth.Resource{Type: resourceAgent, ID: a.ID, OwnerID: a.UserID, AppID: a.AppID}, action, ErrAgentNotFound)
 }
 
 // AppAgent returns an agent of the caller's app.

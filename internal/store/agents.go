@@ -103,6 +103,27 @@ func (s *Store) AgentGetWithApp(ctx context.Context, id string) (*Agent, string,
 	return &a, appStatus.String, mapErr(err)
 }
 
+// AgentGetInApp is AgentGetWithApp for the agent named name of one of
+// user userID's own apps: app appID, or the app whose slug is appSlug
+// when appID is empty. shared reports whether a function or a pipeline
+// of that app has the name too (an MCP tool's name then says its kind).
+// It is one statement: the OpenAI endpoint and MCP name agents, and a
+// call by name should cost what a call by id does.
+func (s *Store) AgentGetInApp(ctx context.Context, userID, appID, appSlug, name string) (a *Agent, appStatus string, shared bool, err error) {
+	a = &Agent{}
+	var status sql.NullString
+	app := `app_id = $2`
+	if appID == "" {
+		app, appID = `app_id = (SELECT id FROM apps WHERE user_id = $1 AND slug = $2)`, appSlug
+	}
+	err = scanAgent(withColumns{s.reader().QueryRowContext(ctx, `SELECT `+agentColumns+`,
+		(SELECT status FROM apps WHERE apps.id = agents.app_id),
+		EXISTS (SELECT 1 FROM functions f WHERE f.app_id = agents.app_id AND f.name = agents.name)
+			OR EXISTS (SELECT 1 FROM pipelines p WHERE p.app_id = agents.app_id AND p.name = agents.name)
+		FROM agents WHERE `+app+` AND name = $3 AND user_id = $1`, userID, appID, name), []any{&status, &shared}}, a)
+	return a, status.String, shared, mapErr(err)
+}
+
 // withColumns scans a row's further columns into extra, after those its
 // scanner reads: a query of one table's columns and something more.
 type withColumns struct {

@@ -233,3 +233,48 @@ func TestAgentGetWithApp(t *testing.T) {
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
 }
+
+// TestAgentGetInApp: an agent of the user's own app by the app's id or
+// slug and the agent's name, with its app's status and whether a function
+// or pipeline of the app shares its name, in one read; another user's app
+// or agent is not found.
+func TestAgentGetInApp(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		u := newUser(t, s, "in-app@example.com", false)
+		v := newUser(t, s, "other-in-app@example.com", false)
+		app := newApp(t, s, u.ID, "mine")
+		theirs := newApp(t, s, v.ID, "theirs")
+		ag := newAgent(t, s, app, "triage", "sorts")
+		newAgent(t, s, app, "flow", "a name a pipeline shares")
+		newAgent(t, s, theirs, "triage", "not u's")
+		now := store.Now()
+		require.NoError(t, s.PipelineCreate(ctx, &store.Pipeline{ID: uuid.NewString(), AppID: app.ID, UserID: u.ID, Name: "flow",
+			Steps: json.RawMessage(`[]`), CreatedAt: now, UpdatedAt: now}))
+
+		for _, by := range [][2]string{{app.ID, ""}, {"", "mine"}} {
+			got, status, shared, err := s.AgentGetInApp(ctx, u.ID, by[0], by[1], "triage")
+			require.NoError(t, err)
+			require.Equal(t, ag.ID, got.ID)
+			require.Equal(t, "active", status)
+			require.False(t, shared)
+			_, _, shared, err = s.AgentGetInApp(ctx, u.ID, by[0], by[1], "flow")
+			require.NoError(t, err)
+			require.True(t, shared, "a pipeline is named flow too")
+			_, _, _, err = s.AgentGetInApp(ctx, u.ID, by[0], by[1], "nobody")
+			require.ErrorIs(t, err, store.ErrNotFound)
+		}
+		_, _, _, err := s.AgentGetInApp(ctx, u.ID, theirs.ID, "", "triage")
+		require.ErrorIs(t, err, store.ErrNotFound, "another user's app by id")
+		_, _, _, err = s.AgentGetInApp(ctx, u.ID, "", "theirs", "triage")
+		require.ErrorIs(t, err, store.ErrNotFound, "another user's app by slug")
+
+		app.Status, app.UpdatedAt = "disabled", store.Now()
+		require.NoError(t, s.AppUpdate(ctx, app))
+		_, status, _, err := s.AgentGetInApp(ctx, u.ID, "", "mine", "triage")
+		require.NoError(t, err)
+		require.Equal(t, "disabled", status)
+	})
+}
