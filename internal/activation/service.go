@@ -169,6 +169,11 @@ var (
 // Request is an activate call, whichever form it came in.
 type Request struct {
 	AgentID string
+	// Agent, when set, is the agent as apps' VisibleAgent (or
+	// VisibleAgentInApp) returned it for this caller: the caller named it
+	// otherwise (an OpenAI model, an MCP tool) and read it already, and
+	// Create reads it no more. AgentID is then not read.
+	Agent *store.Agent
 	// AppID is set by the app-scoped form: the agent must belong to it.
 	AppID          string
 	InputData      json.RawMessage
@@ -193,9 +198,11 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 			return nil, false, err
 		}
 	}
-	agent, err := s.Agents.VisibleAgent(ctx, c, r.AgentID)
-	if err != nil {
-		return nil, false, err
+	agent := r.Agent
+	if agent == nil {
+		if agent, err = s.Agents.VisibleAgent(ctx, c, r.AgentID); err != nil {
+			return nil, false, err
+		}
 	}
 	if r.AppID != "" && agent.AppID != r.AppID {
 		return nil, false, errAgentNotFound
