@@ -126,7 +126,7 @@ func (a *API) openaiChat(w http.ResponseWriter, r *http.Request) {
 		defer release()
 		ctx = sctx
 	}
-	act, _, err := a.Activations.Create(ctx, c, req.Activation(agent.ID))
+	act, _, err := a.Activations.Create(ctx, c, req.Activation(agent))
 	if err != nil {
 		fail(openaicompat.FromActivate(err))
 		return

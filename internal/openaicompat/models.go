@@ -73,41 +73,25 @@ func (k *Catalog) slug(ctx context.Context, slugs map[string]string, appID strin
 }
 
 // Resolve is the LLM agent model names: `<app slug>/<agent name>`, a
-// system agent's name, or an agent's id. Anything else, or an agent that
-// is not an LLM agent, is ModelNotFound. A name is looked up, not found
-// in the list of Models: every completion resolves its model.
+// system agent's name, or an agent's id; the agent comes back as
+// activating it needs it (apps' VisibleAgent: a disabled one is a 409),
+// for activation.Request.Agent. Anything else, or an agent that is not
+// an LLM agent, is ModelNotFound. A name is looked up, not found in the
+// list of Models: every completion resolves its model, in one read.
 func (k *Catalog) Resolve(ctx context.Context, c *auth.Caller, model string) (*store.Agent, error) {
-	id := model
-	if uuid.Validate(model) != nil {
-		slug, name, inApp := strings.Cut(model, "/")
-		appID := ""
-		if inApp {
-			app, err := k.Store.AppGetBySlug(ctx, c.UserID, slug)
-			if errors.Is(err, store.ErrNotFound) {
-				return nil, ModelNotFound(model)
-			}
-			if err != nil {
-				return nil, err
-			}
-			appID = app.ID
-		} else {
-			name = model
+	var a *store.Agent
+	var err error
+	switch slug, name, inApp := strings.Cut(model, "/"); {
+	case uuid.Validate(model) == nil:
+		a, err = k.Apps.VisibleAgent(ctx, c, model)
+	case inApp:
+		a, _, err = k.Apps.VisibleAgentInApp(ctx, c, "", slug, name)
+	default:
+		if a, err = k.Store.AgentGetByName(ctx, "", model); err == nil {
+			a, err = k.Apps.VisibleAgent(ctx, c, a.ID)
 		}
-		a, err := k.Store.AgentGetByName(ctx, appID, name)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && (a.AgentTypeID != "llm" || (inApp && !c.SeesApp(appID)))) {
-			return nil, ModelNotFound(model)
-		}
-		if err != nil || inApp {
-			// The caller's own app's agent (AppGetBySlug read the caller's
-			// apps only): activating it checks the rest (disabled: 409).
-			return a, err
-		}
-		id = a.ID
 	}
-	// Used as activate uses it: another app than a bound key's is not
-	// found, a disabled agent or app is a 409.
-	a, err := k.Apps.VisibleAgent(ctx, c, id)
-	if errors.Is(err, apps.ErrAgentNotFound) || (err == nil && a.AgentTypeID != "llm") {
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, apps.ErrAgentNotFound) || (err == nil && a.AgentTypeID != "llm") {
 		return nil, ModelNotFound(model)
 	}
 	return a, err

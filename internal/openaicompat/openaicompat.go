@@ -218,10 +218,10 @@ func contentText(raw json.RawMessage) (string, bool) {
 	return b.String(), true
 }
 
-// Activation is the activate call the request makes of agentID: its
-// messages as input_data.messages (after the agent's system message), its
-// overrides as metadata, context.source "openai".
-func (r *ChatRequest) Activation(agentID string) activation.Request {
+// Activation is the activate call the request makes of agent (as Resolve
+// returned it): its messages as input_data.messages (after the agent's
+// system message), its overrides as metadata, context.source "openai".
+func (r *ChatRequest) Activation(agent *store.Agent) activation.Request {
 	turns := make([]turn, len(r.Messages))
 	for i := range r.Messages {
 		turns[i], _ = r.turn(i) // checked by ParseChatRequest
@@ -242,7 +242,7 @@ func (r *ChatRequest) Activation(agentID string) activation.Request {
 	if n := r.maxTokens(); n > 0 {
 		meta["max_tokens"] = float64(n) // as decoded JSON would have it
 	}
-	return activation.Request{AgentID: agentID, InputData: input, Context: map[string]any{"source": Source}, Metadata: meta}
+	return activation.Request{AgentID: agent.ID, Agent: agent, InputData: input, Context: map[string]any{"source": Source}, Metadata: meta}
 }
 
 // maxTokens is max_completion_tokens, OpenAI's newer name, else
