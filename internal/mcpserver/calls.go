@@ -2,12 +2,14 @@ package mcpserver
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentplatform/agentplatform/internal/apps"
 	"github.com/agentplatform/agentplatform/internal/auth"
 )
 
@@ -19,6 +21,9 @@ import (
 // more than the SDK's handling of the call, and the tool's schema and
 // description are what tools/list says, not what a call reads.
 func (s *Service) callServer(ctx context.Context, caller *auth.Caller, appID, name string) (*mcp.Server, context.Context, error) {
+	if t, ok := s.agentTool(ctx, caller, appID, name); ok {
+		return s.calls.of(name, s.handleCall), context.WithValue(ctx, callKey{}, call{caller, t}), nil
+	}
 	if names := namesOf(name, appID); len(names) > 0 {
 		tools, err := s.tools(ctx, caller, appID, names...)
 		if err != nil {
@@ -31,6 +36,37 @@ func (s *Service) callServer(ctx context.Context, caller *auth.Caller, appID, na
 		}
 	}
 	return s.calls.of("", nil), ctx, nil
+}
+
+// agentTool is the tool named name when it is an agent of one of the
+// caller's own apps that may run, read as activating it needs it (one
+// read, where the tools' list and then the activation read it twice);
+// ok false for anything else (a function, a pipeline, a shared app, a
+// disabled agent, no such tool), which the tools' list resolves.
+func (s *Service) agentTool(ctx context.Context, caller *auth.Caller, appID, name string) (tool, bool) {
+	slug, rest := "", name
+	if appID == "" {
+		var ok bool
+		if slug, rest, ok = strings.Cut(name, "__"); !ok {
+			return tool{}, false
+		}
+	}
+	// Its own name, unless a function or pipeline shares it; its name
+	// with _agent appended when one does.
+	a, shared, err := s.Apps.VisibleAgentInApp(ctx, caller, appID, slug, rest)
+	if err == nil && shared {
+		err = apps.ErrAgentNotFound
+	}
+	if base, ok := strings.CutSuffix(rest, "_"+kindAgent); err != nil && ok && base != "" {
+		a, shared, err = s.Apps.VisibleAgentInApp(ctx, caller, appID, slug, base)
+		if err == nil && !shared {
+			err = apps.ErrAgentNotFound
+		}
+	}
+	if err != nil {
+		return tool{}, false
+	}
+	return tool{app: a.AppID, kind: kindAgent, id: a.ID, name: name, llm: a.AgentTypeID == "llm", agent: a}, true
 }
 
 // call is what a tools/call runs: its tool, for its caller.

@@ -31,6 +31,9 @@ type tool struct {
 	schema                           any // *jsonschema.Schema or a JSON object
 	// llm: the agent takes {prompt, chat_id?}.
 	llm bool
+	// agent is the agent as activating it needs it, when it was read so
+	// (activation.Request.Agent).
+	agent *store.Agent
 }
 
 // The input schemas of the kinds that have no schema of their own, made
@@ -207,7 +210,7 @@ func deref(p *string, or string) string {
 // "mcp", waited for until it ends. A call cancelled before (its client
 // gone, or a cancel notification) cancels the activation.
 func (t tool) activate(ctx context.Context, s *Service, c *auth.Caller, args json.RawMessage, notify progress) (*mcp.CallToolResult, error) {
-	r := activation.Request{AgentID: t.id, AppID: t.app, InputData: args, Context: map[string]any{"source": "mcp"}}
+	r := activation.Request{AgentID: t.id, Agent: t.agent, AppID: t.app, InputData: args, Context: map[string]any{"source": "mcp"}}
 	if t.llm {
 		var in struct {
 			Prompt *string `json:"prompt"`
