@@ -255,7 +255,26 @@ func (cfg Config) httpClient() *http.Client {
 	return defaultHTTPClient
 }
 
-var defaultHTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+var defaultHTTPClient = &http.Client{Transport: transport(0)}
+
+// connBuffer is the read and the write buffer of a connection to a
+// provider (Go's default is 4 KiB each). Every run waiting on an answer
+// holds a connection of its own over HTTP/1.1, thousands at once, and a
+// request or an answer is mostly a few hundred bytes; a longer one takes a
+// few more system calls (and a body larger than the buffer bypasses it).
+const connBuffer = 1 << 10
+
+// transport is the transport of the system providers' calls: Go's default
+// with small connection buffers (connBuffer) and, when idle > 0, that many
+// idle connections kept, per host and in all.
+func transport(idle int) *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ReadBufferSize, t.WriteBufferSize = connBuffer, connBuffer
+	if idle > 0 {
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = idle, idle
+	}
+	return t
+}
 
 // openAIUsage is an answer's usage; prompt_tokens include the cached ones.
 func openAIUsage(u openai.CompletionUsage) Usage {

@@ -133,9 +133,7 @@ func NewService(st *store.Store, secrets *secret.Box, a *auth.Service, opts Opti
 	s.userHTTP = s.egress.Client(egress.Options{Field: "base_url"})
 	var systemHTTP *http.Client // nil: the shared default client
 	if opts.IdleConns > 0 {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.MaxIdleConns, t.MaxIdleConnsPerHost = opts.IdleConns, opts.IdleConns
-		systemHTTP = &http.Client{Transport: t}
+		systemHTTP = &http.Client{Transport: transport(opts.IdleConns)}
 	}
 	started := store.Now()
 	add := func(id, name, typ, baseURL, apiKey, model string) error {
