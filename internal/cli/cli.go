@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"runtime/debug"
 	"strings"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
@@ -132,12 +131,6 @@ func serve(ctx context.Context, args []string, env Env, httpToo bool) error {
 		return err
 	}
 	log := server.NewLogger(cfg, env.Stderr)
-	if env.Getenv("GOMEMLIMIT") == "" {
-		// The runtime read no limit: the one the runs in flight need.
-		limit := cfg.SoftMemoryLimit()
-		debug.SetMemoryLimit(limit)
-		log.Info("soft memory limit", "mib", limit>>20, "set", "GOMEMLIMIT to change it")
-	}
 	srv, err := server.New(ctx, cfg, log, server.Options{HTTP: httpToo})
 	if err != nil {
 		return err

@@ -316,19 +316,15 @@ func TestServeSQLite(t *testing.T) {
 
 	p.stop()
 	require.Contains(t, p.stderr.String(), "shutting down")
-	// GOMEMLIMIT unset: serve sets the soft limit its runs in flight need.
-	require.Contains(t, p.stderr.String(), "soft memory limit")
 }
 
 func TestServeNoWorker(t *testing.T) {
 	t.Parallel()
-	// GOMEMLIMIT set: the operator's limit stands.
-	p := startServe(t, environ(t.TempDir(), "AP_LOG_LEVEL=info", "GOMEMLIMIT=2GiB"), "--no-worker")
+	p := startServe(t, environ(t.TempDir()), "--no-worker")
 	require.Equal(t, "worker: off (--no-worker)", p.Banner[2])
 	code, body := get(t, p.URL+"/readyz")
 	require.Equal(t, http.StatusOK, code, body)
 	p.stop()
-	require.NotContains(t, p.stderr.String(), "soft memory limit")
 }
 
 func TestServePostgres(t *testing.T) {

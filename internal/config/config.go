@@ -120,32 +120,6 @@ func DefaultMaxInflight() int {
 	return int(min(max(m/inflightBytes, 16), MaxInflightLimit))
 }
 
-// Go's soft memory limit (GOMEMLIMIT) when the variable is unset:
-// softLimitBase for the process itself plus softLimitPerRun for each run
-// AP_MAX_INFLIGHT lets it hold. A run waiting on an LLM holds about 100
-// KiB at 10,000 in flight, much of it goroutine stacks, which the
-// collector's goal counts again as room for the heap to grow into (GOGC
-// lets the heap reach twice what is live plus the stacks): the limit makes
-// it collect sooner instead, once the process nears it, and costs nothing
-// below. A process whose live memory stays above it collects often (up to
-// half its CPU): set GOMEMLIMIT higher for such a load.
-const (
-	softLimitBase   = 256 << 20
-	softLimitPerRun = 64 << 10
-)
-
-// SoftMemoryLimit is the Go soft memory limit of a serve or worker process
-// whose GOMEMLIMIT is unset: 256 MiB plus 64 KiB a run in flight (about
-// 860 MiB at the default AP_MAX_INFLIGHT on 24 GiB), at most 7/8 of the
-// process's memory (Memory), when it is known.
-func (c *Config) SoftMemoryLimit() int64 {
-	l := int64(softLimitBase) + int64(c.MaxInflight)*softLimitPerRun
-	if m := Memory(); m > 0 {
-		l = min(l, m-m/8)
-	}
-	return l
-}
-
 // DefaultListPageBytes is AP_LIST_PAGE_BYTES unset: 4 MiB, a few items at
 // the largest output plus error, hundreds of ordinary ones.
 const DefaultListPageBytes = 4 << 20

@@ -449,20 +449,3 @@ func TestWorkersAndInflight(t *testing.T) {
 	c.Workers = 1024
 	require.GreaterOrEqual(t, c.JSLive(), 1024, "a VM for every CPU slot")
 }
-
-// The default soft memory limit grows with the runs in flight and stays
-// below the process's memory.
-func TestSoftMemoryLimit(t *testing.T) {
-	c := &Config{MaxInflight: 10_000}
-	want := int64(256<<20 + 10_000*64<<10)
-	if m := Memory(); m > 0 {
-		want = min(want, m-m/8)
-	}
-	if got := c.SoftMemoryLimit(); got != want {
-		t.Fatalf("SoftMemoryLimit at 10,000 in flight = %d, want %d", got, want)
-	}
-	c.MaxInflight = MaxInflightLimit
-	if m, got := Memory(), c.SoftMemoryLimit(); m > 0 && got != m-m/8 {
-		t.Fatalf("SoftMemoryLimit at %d in flight = %d, want 7/8 of %d", MaxInflightLimit, got, m)
-	}
-}
