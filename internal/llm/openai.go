@@ -193,11 +193,11 @@ func (c *openAIClient) stream(ctx context.Context, req Request, p openai.ChatCom
 // newStream is ChatCompletionService.NewStreaming with the chunks read as
 // openAIChunk (openaichunk.go) rather than the SDK's ChatCompletionChunk:
 // the same request (stream: true), the same event decoder and errors.
-func (c *openAIClient) newStream(ctx context.Context, p openai.ChatCompletionNewParams, opts ...option.RequestOption) *ssestream.Stream[openAIChunk] {
+func (c *openAIClient) newStream(ctx context.Context, p openai.ChatCompletionNewParams, opts ...option.RequestOption) *chunkStream {
 	var raw *http.Response
 	opts = append(opts, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&raw))
 	_, err := c.chat.New(ctx, p, opts...)
-	return ssestream.NewStream[openAIChunk](ssestream.NewDecoder(raw), err)
+	return &chunkStream{dec: ssestream.NewDecoder(raw), err: err}
 }
 
 // streamedCalls adds up the tool calls of a stream. Each call arrives in

@@ -1,9 +1,13 @@
 package llm
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/tidwall/gjson"
 )
 
 // openAIChunk is what the stream reads of one chat.completion.chunk: the
@@ -57,7 +61,8 @@ type openAIChunkJSON struct {
 	} `json:"usage"`
 }
 
-func (c *openAIChunk) UnmarshalJSON(data []byte) error {
+// decode reads one chunk.
+func (c *openAIChunk) decode(data []byte) error {
 	var w openAIChunkJSON
 	if err := json.Unmarshal(data, &w); err != nil {
 		return c.unmarshalSDK(data)
@@ -96,4 +101,50 @@ func (c *openAIChunk) unmarshalSDK(data []byte) error {
 		}
 	}
 	return nil
+}
+
+// chunkStream reads a chat completion stream as the SDK's ssestream.Stream
+// does (the events up to [DONE], an event with an "error" key ends it as a
+// *ssestream.StreamError), each event decoded once, as openAIChunk.
+type chunkStream struct {
+	dec  ssestream.Decoder // nil when the request failed
+	err  error
+	done bool // [DONE] came
+	cur  openAIChunk
+}
+
+func (s *chunkStream) Next() bool {
+	if s.err != nil || s.done || s.dec == nil {
+		return false
+	}
+	if !s.dec.Next() {
+		s.err = s.dec.Err()
+		return false
+	}
+	ev := s.dec.Event()
+	if bytes.HasPrefix(ev.Data, []byte("[DONE]")) {
+		s.done = true
+		return false
+	}
+	if ep := gjson.GetBytes(ev.Data, "error"); ep.Exists() {
+		s.err = &ssestream.StreamError{Message: fmt.Sprintf("received error while streaming: %s", ep.String()), Event: ev}
+		return false
+	}
+	if err := s.cur.decode(ev.Data); err != nil {
+		s.err = err
+		return false
+	}
+	return true
+}
+
+func (s *chunkStream) Current() *openAIChunk { return &s.cur }
+
+func (s *chunkStream) Err() error { return s.err }
+
+// Close closes the response body.
+func (s *chunkStream) Close() error {
+	if s.dec == nil {
+		return nil
+	}
+	return s.dec.Close()
 }
