@@ -9,6 +9,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -144,7 +145,7 @@ func (c *openAIClient) Complete(ctx context.Context, req Request) (*Response, er
 func (c *openAIClient) stream(ctx context.Context, req Request, p openai.ChatCompletionNewParams) (*Response, error) {
 	p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
 	a := &answer{stream: true}
-	s := c.chat.NewStreaming(ctx, p, option.WithMiddleware(a.middleware))
+	s := c.newStream(ctx, p, option.WithMiddleware(a.middleware))
 	defer s.Close()
 	out := &Response{Model: req.Model, Provider: c.id}
 	var text strings.Builder
@@ -152,17 +153,17 @@ func (c *openAIClient) stream(ctx context.Context, req Request, p openai.ChatCom
 	started := false // a chunk of a completion came: the answer is one
 	for s.Next() {
 		chunk := s.Current()
-		started = started || chunk.JSON.Choices.Valid()
-		if chunk.Model != "" {
-			out.Model = chunk.Model
+		started = started || chunk.hasChoices
+		if chunk.model != "" {
+			out.Model = chunk.model
 		}
-		if chunk.JSON.Usage.Valid() {
-			out.Usage = openAIUsage(chunk.Usage)
+		if chunk.usage != nil {
+			out.Usage = *chunk.usage
 		}
-		if len(chunk.Choices) == 0 {
+		if !chunk.hasChoice {
 			continue
 		}
-		ch := chunk.Choices[0]
+		ch := &chunk.choice
 		if ch.FinishReason != "" {
 			out.FinishReason = ch.FinishReason
 		}
@@ -189,6 +190,16 @@ func (c *openAIClient) stream(ctx context.Context, req Request, p openai.ChatCom
 	return out.withCalls(calls.list()), nil
 }
 
+// newStream is ChatCompletionService.NewStreaming with the chunks read as
+// openAIChunk (openaichunk.go) rather than the SDK's ChatCompletionChunk:
+// the same request (stream: true), the same event decoder and errors.
+func (c *openAIClient) newStream(ctx context.Context, p openai.ChatCompletionNewParams, opts ...option.RequestOption) *chunkStream {
+	var raw *http.Response
+	opts = append(opts, option.WithJSONSet("stream", true), option.WithResponseBodyInto(&raw))
+	_, err := c.chat.New(ctx, p, opts...)
+	return &chunkStream{dec: ssestream.NewDecoder(raw), err: err}
+}
+
 // streamedCalls adds up the tool calls of a stream. Each call arrives in
 // pieces under its index: the id and name first, then the arguments in
 // fragments. (openai.ChatCompletionAccumulator does the same but keeps
@@ -212,7 +223,7 @@ type streamedCall struct {
 const callOverhead = 64
 
 // add takes one delta and returns the bytes held so far.
-func (s *streamedCalls) add(d openai.ChatCompletionChunkChoiceDeltaToolCall) int {
+func (s *streamedCalls) add(d openAIChunkToolCall) int {
 	tc, ok := s.index[d.Index]
 	if !ok {
 		if s.index == nil {

@@ -293,3 +293,29 @@ func TestOpenAICompatibleCallsWithStop(t *testing.T) {
 	require.Equal(t, []llm.ToolCall{{ID: "c", Name: "now", Arguments: "{}"}}, res.ToolCalls)
 	require.Equal(t, "tool_calls", res.FinishReason)
 }
+
+// TestOpenAIStreamErrorEvent: an error event ends the stream as the
+// provider's failure, after the text that came before it; an event after
+// [DONE] is not read.
+func TestOpenAIStreamErrorEvent(t *testing.T) {
+	t.Parallel()
+	s := llmtest.NewOpenAI(t)
+	chunk := `data: {"id":"x","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"par"}}]}` + "\n\n"
+	s.SetRaw(http.StatusOK, "text/event-stream", chunk+`data: {"error":{"message":"overloaded","type":"server_error"}}`+"\n\n")
+	var deltas []string
+	_, err := client(t, fakes[1], s).Complete(t.Context(), llm.Request{Model: "m",
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, OnDelta: onDelta(true, &deltas)})
+	var le *llm.Error
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, []string{"par"}, deltas)
+	require.Contains(t, le.Message, "received error while streaming")
+	require.Contains(t, le.Message, "overloaded")
+	require.True(t, le.Transient, le.Message)
+
+	s.SetRaw(http.StatusOK, "text/event-stream", chunk+"data: [DONE]\n\n"+`data: {"error":{"message":"after the end"}}`+"\n\n")
+	deltas = nil
+	res, err := client(t, fakes[1], s).Complete(t.Context(), llm.Request{Model: "m",
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, OnDelta: onDelta(true, &deltas)})
+	require.NoError(t, err)
+	require.Equal(t, "par", res.Text)
+}

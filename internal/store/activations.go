@@ -60,13 +60,29 @@ const activationColumns = `id, user_id, app_id, agent_id, status, input_data, co
 	output_data, error, created_at, started_at, completed_at, duration_ms, attempt, worker_id,
 	idempotency_key, request_hash, cancel_requested, waiting, api_key_id`
 
+// sqliteActivationColumns are activationColumns with the timestamps as
+// expressions, which scanActivation parses itself (scantime.go).
+var sqliteActivationColumns = strings.NewReplacer(
+	"created_at", sqliteTimeColumn("created_at"),
+	"started_at", sqliteTimeColumn("started_at"),
+	"completed_at", sqliteTimeColumn("completed_at"),
+).Replace(activationColumns)
+
+// activationColumns is the column list scanActivation reads, on s's database.
+func (s *Store) activationColumns() string {
+	if s.d.name() == SQLite {
+		return sqliteActivationColumns
+	}
+	return activationColumns
+}
+
 func scanActivation(row interface{ Scan(...any) error }, a *Activation) error {
 	var appID, chatID, workerID, idemKey, reqHash, errText sql.NullString
 	var input, ctxJSON, meta, output, waiting []byte
-	var started, completed sql.NullTime
+	var created, started, completed scanTime
 	var duration, keyID sql.NullInt64
 	if err := row.Scan(&a.ID, &a.UserID, &appID, &a.AgentID, &a.Status, &input, &ctxJSON, &meta, &a.Priority, &chatID,
-		&output, &errText, &a.CreatedAt, &started, &completed, &duration, &a.Attempt, &workerID,
+		&output, &errText, &created, &started, &completed, &duration, &a.Attempt, &workerID,
 		&idemKey, &reqHash, &a.CancelRequested, &waiting, &keyID); err != nil {
 		return err
 	}
@@ -80,7 +96,7 @@ func scanActivation(row interface{ Scan(...any) error }, a *Activation) error {
 	if errText.Valid {
 		a.Error = &errText.String
 	}
-	a.StartedAt, a.CompletedAt = nullTime(started), nullTime(completed)
+	a.CreatedAt, a.StartedAt, a.CompletedAt = created.Time, started.ptr(), completed.ptr()
 	if duration.Valid {
 		a.DurationMS = &duration.Int64
 	}
@@ -111,7 +127,7 @@ func (s *Store) ActivationCreate(ctx context.Context, a *Activation) error {
 		(id, user_id, app_id, agent_id, status, input_data, context, metadata, priority, chat_id, created_at, idempotency_key, request_hash,
 		 started_at, worker_id, attempt, api_key_id)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
-		RETURNING `+activationColumns,
+		RETURNING `+s.activationColumns(),
 		a.ID, a.UserID, nullable(a.AppID), a.AgentID, a.Status, jsonOr(a.InputData, "{}"), jsonOr(a.Context, "{}"),
 		jsonOr(a.Metadata, "{}"), a.Priority, nullable(a.ChatID), s.ts(a.CreatedAt), nullable(a.IdempotencyKey), nullable(a.RequestHash),
 		s.tsPtr(a.StartedAt), nullable(a.WorkerID), a.Attempt, nullableID(a.APIKeyID)), &row)
@@ -130,7 +146,7 @@ func (s *Store) ActivationGet(ctx context.Context, id string) (*Activation, erro
 		}
 	}
 	var a Activation
-	err := scanActivation(s.reader().QueryRowContext(ctx, `SELECT `+activationColumns+` FROM activations WHERE id = $1`, id), &a)
+	err := scanActivation(s.reader().QueryRowContext(ctx, `SELECT `+s.activationColumns()+` FROM activations WHERE id = $1`, id), &a)
 	return &a, mapErr(err)
 }
 
@@ -139,7 +155,7 @@ func (s *Store) ActivationGet(ctx context.Context, id string) (*Activation, erro
 func (s *Store) ActivationGetByIdempotencyKey(ctx context.Context, userID, key string) (*Activation, error) {
 	var a Activation
 	err := scanActivation(s.reader().QueryRowContext(ctx,
-		`SELECT `+activationColumns+` FROM activations WHERE user_id = $1 AND idempotency_key = $2`, userID, key), &a)
+		`SELECT `+s.activationColumns()+` FROM activations WHERE user_id = $1 AND idempotency_key = $2`, userID, key), &a)
 	return &a, mapErr(err)
 }
 
@@ -161,7 +177,7 @@ func (s *Store) ActivationClaim(ctx context.Context, id, workerID string, now ti
 	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations
 		SET status = 'running', started_at = $3, worker_id = $2, attempt = attempt + 1
 		WHERE id = $1 AND status = 'queued'
-		RETURNING `+activationColumns, id, workerID, s.ts(now)), &a)
+		RETURNING `+s.activationColumns(), id, workerID, s.ts(now)), &a)
 	return s.changed(&a, err)
 }
 
@@ -228,7 +244,7 @@ func (s *Store) changed(a *Activation, err error) (*Activation, bool, error) {
 func (s *Store) finishSQL(cond string) string {
 	duration := `CASE WHEN started_at IS NULL THEN NULL ELSE ` + s.d.millisBetween("started_at", "$5") + ` END`
 	return `UPDATE activations SET status = $2, output_data = $3, error = $4, completed_at = $5, waiting = NULL, duration_ms = ` + duration + `
-		WHERE id = $1 AND ` + cond + ` RETURNING ` + activationColumns
+		WHERE id = $1 AND ` + cond + ` RETURNING ` + s.activationColumns()
 }
 
 // ActivationRequeue hands a running activation back to the queue (its
@@ -257,7 +273,7 @@ func (s *Store) ActivationWait(ctx context.Context, id, workerID string, waiting
 	var a Activation
 	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations SET waiting = $3, worker_id = NULL
 		WHERE id = $1 AND status = 'running' AND worker_id = $2 AND waiting IS NULL
-		RETURNING `+activationColumns, id, workerID, string(waiting)), &a)
+		RETURNING `+s.activationColumns(), id, workerID, string(waiting)), &a)
 	_, ok, err := s.changed(&a, err)
 	return ok, err
 }
@@ -270,7 +286,7 @@ func (s *Store) ActivationResume(ctx context.Context, id string) (bool, error) {
 	var a Activation
 	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations SET waiting = NULL
 		WHERE id = $1 AND status = 'running' AND waiting IS NOT NULL
-		RETURNING `+activationColumns, id), &a)
+		RETURNING `+s.activationColumns(), id), &a)
 	_, ok, err := s.changed(&a, err)
 	return ok, err
 }
@@ -285,7 +301,7 @@ func (s *Store) ActivationTakeOver(ctx context.Context, id, workerID string) (*A
 	var a Activation
 	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations SET worker_id = $2
 		WHERE id = $1 AND status = 'running' AND worker_id IS NULL AND waiting IS NULL
-		RETURNING `+activationColumns, id, workerID), &a)
+		RETURNING `+s.activationColumns(), id, workerID), &a)
 	return s.changed(&a, err)
 }
 
@@ -319,7 +335,7 @@ func (s *Store) ActivationsCancelled(ctx context.Context, ids []string) ([]strin
 // meanwhile waits, then sees what this transaction wrote.
 func (s *Store) ActivationEndedLocked(ctx context.Context, id string) (*Activation, bool, error) {
 	var a Activation
-	err := scanActivation(s.writer().QueryRowContext(ctx, `SELECT `+activationColumns+` FROM activations WHERE id = $1`+s.d.forUpdate(), id), &a)
+	err := scanActivation(s.writer().QueryRowContext(ctx, `SELECT `+s.activationColumns()+` FROM activations WHERE id = $1`+s.d.forUpdate(), id), &a)
 	if err != nil {
 		return nil, false, mapErr(err)
 	}
@@ -375,7 +391,7 @@ func (s *Store) ActivationList(ctx context.Context, f ActivationFilter) ([]Activ
 		return nil, 0, err
 	}
 	args = append(args, f.Limit, f.Offset)
-	list, err := queryPage(ctx, s, scanActivation, `SELECT `+activationColumns+` FROM activations WHERE `+cond+
+	list, err := queryPage(ctx, s, scanActivation, `SELECT `+s.activationColumns()+` FROM activations WHERE `+cond+
 		` ORDER BY created_at DESC, id DESC LIMIT $`+strconv.Itoa(len(args)-1)+` OFFSET $`+strconv.Itoa(len(args)), args...)
 	return list, total, err
 }
@@ -396,7 +412,7 @@ func (s *Store) ActivationLastInput(ctx context.Context, userID, agentID string)
 // ActivationChatHistory returns the completed turns of a chat with an agent
 // created before `before`, oldest first, at most limit of the latest ones.
 func (s *Store) ActivationChatHistory(ctx context.Context, userID, agentID, chatID string, before time.Time, limit int) ([]Activation, error) {
-	turns, err := queryAll(ctx, s.reader(), scanActivation, `SELECT `+activationColumns+` FROM activations
+	turns, err := queryAll(ctx, s.reader(), scanActivation, `SELECT `+s.activationColumns()+` FROM activations
 		WHERE agent_id = $1 AND chat_id = $2 AND user_id = $3 AND status = 'completed' AND created_at < $4
 		ORDER BY created_at DESC LIMIT $5`, agentID, chatID, userID, s.ts(before), limit)
 	slices.Reverse(turns) // the latest turns, read newest first, sent oldest first
