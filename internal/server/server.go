@@ -195,15 +195,17 @@ func (s *Server) build(ctx context.Context) error {
 	// each poll is a write transaction, and at 20 ms the two queues' polls
 	// were 5% of a core on an idle server. The cooldown batches fetches
 	// under load.
-	poll := 20 * time.Millisecond
+	// Deliveries, refreshes and the housekeeping poll at 200 ms wherever
+	// they run: each queue polls on its own, and their jobs can wait.
+	poll, background := 20*time.Millisecond, 200*time.Millisecond
 	if !s.Store.MultiNode() {
-		poll = 200 * time.Millisecond
+		poll = background
 	}
 	// One name for this process in the workers table and in River's
 	// attempted_by: the reaper hands back a dead worker's River jobs too.
 	workerID := uuid.Must(uuid.NewV7()).String()
 	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.MaxInflight,
-		FetchPollInterval: poll, FetchCooldown: 10 * time.Millisecond, ClientID: workerID,
+		FetchPollInterval: poll, BackgroundPollInterval: background, FetchCooldown: 10 * time.Millisecond, ClientID: workerID,
 		Middleware: telemetry.JobMiddleware()})
 	s.Queue.AddMaintenance(s.Auth)
 	s.Events = events.New(s.Store, s.Log)
