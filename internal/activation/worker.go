@@ -80,6 +80,7 @@ func (s *Service) run(ctx context.Context, job Args, release func()) error {
 		return nil // running on this process already
 	}
 	var a *store.Activation
+	var agent *store.Agent
 	var err error
 	if job.Resume {
 		// The wait was answered: the run is still running, and nobody
@@ -87,22 +88,16 @@ func (s *Service) run(ctx context.Context, job Args, release func()) error {
 		a, _, err = s.Store.ActivationTakeOver(ctx, id, s.opts.WorkerID)
 		r.resumed = true
 	} else {
-		err = s.Store.InTx(ctx, func(tx *store.Store) error {
-			claimed, ok, err := tx.ActivationClaim(ctx, id, s.opts.WorkerID, s.now())
-			if err != nil || !ok {
-				return err
-			}
-			a = claimed
-			started := s.event(events.ActivationStarted, a)
-			return s.Events.Record(ctx, tx, &started)
-		})
+		// With the claims of the other runs River handed this process
+		// meanwhile, and their agents (claim.go).
+		a, agent, err = s.claim(ctx, id)
 	}
 	if err != nil || a == nil {
 		s.untrack(r)
 		return err // a == nil: not queued (or resumable) any more, cancelled, or a duplicate job
 	}
 	held := func(context.Context) (func(), error) { return release, nil }
-	return s.runClaimed(ctx, r, a, nil, held)
+	return s.runClaimed(ctx, r, a, agent, held)
 }
 
 // tracked is a run that Cancel on this node reaches through s.running.

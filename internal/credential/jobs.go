@@ -58,7 +58,7 @@ func (RefreshArgs) InsertOpts() river.InsertOpts {
 // leader only) and the refresh workers (on every worker node).
 func (s *Service) AddJobs(q *queue.Queue) {
 	s.queue = q
-	q.AddQueue(Queue, refreshWorkers)
+	q.AddBackgroundQueue(Queue, refreshWorkers)
 	queue.AddWorker(q, &scanWorker{s: s})
 	queue.AddWorker(q, &refreshWorker{s: s})
 	q.AddPeriodic(river.NewPeriodicJob(river.PeriodicInterval(s.opts.ScanInterval),

@@ -181,6 +181,44 @@ func (s *Store) ActivationClaim(ctx context.Context, id, workerID string, now ti
 	return s.changed(&a, err)
 }
 
+// ActivationClaimMany is ActivationClaim of several activations in one
+// statement: those still queued move to running for workerID, and are
+// returned (in no particular order); the others are left as they are.
+func (s *Store) ActivationClaimMany(ctx context.Context, ids []string, workerID string, now time.Time) ([]*Activation, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, len(ids)+2)
+	args = append(args, workerID, s.ts(now))
+	for _, id := range ids {
+		s.changingActivation(id)
+		args = append(args, id)
+	}
+	rows, err := s.writer().QueryContext(ctx, `UPDATE activations
+		SET status = 'running', started_at = $2, worker_id = $1, attempt = attempt + 1
+		WHERE id IN (`+placeholders(3, len(ids))+`) AND status = 'queued'
+		RETURNING `+activationColumns, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []*Activation
+	for rows.Next() {
+		a := new(Activation)
+		if err := scanActivation(rows, a); err != nil {
+			return nil, mapErr(err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, mapErr(err)
+	}
+	for _, a := range out {
+		s.cacheActivation(a)
+	}
+	return out, nil
+}
+
 // Outcome is how an activation ended.
 type Outcome struct {
 	Status      string // completed or failed

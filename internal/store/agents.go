@@ -92,6 +92,32 @@ func (s *Store) AgentGet(ctx context.Context, id string) (*Agent, error) {
 	return &a, mapErr(err)
 }
 
+// AgentGetMany returns the agents with ids that exist, by id, in one
+// statement.
+func (s *Store) AgentGetMany(ctx context.Context, ids []string) (map[string]*Agent, error) {
+	out := make(map[string]*Agent, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := s.reader().QueryContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE id IN (`+placeholders(1, len(ids))+`)`, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		a := new(Agent)
+		if err := scanAgent(rows, a); err != nil {
+			return nil, mapErr(err)
+		}
+		out[a.ID] = a
+	}
+	return out, mapErr(rows.Err())
+}
+
 // AgentGetWithApp is AgentGet with the status of the agent's app ("" for
 // a system agent, or when the app is gone), read in the same statement:
 // activate needs both, on every call.

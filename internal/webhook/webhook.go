@@ -130,7 +130,7 @@ func New(s *store.Store, box *secret.Box, a *auth.Service, q *queue.Queue, log *
 		// re-sent POST nor a bodiless GET recorded as a success.
 		client: opts.Egress.Client(egress.Options{Field: "webhook_url", Timeout: opts.Timeout}),
 		users:  fairshare.New(opts.Workers, opts.PerUser), hosts: fairshare.New(opts.Workers, opts.PerHost)}
-	q.AddQueue(Queue, opts.Workers)
+	q.AddBackgroundQueue(Queue, opts.Workers)
 	queue.AddWorker(q, &deliveryWorker{svc: svc})
 	return svc
 }
