@@ -312,14 +312,17 @@ func TestAWaitPausesTheRunsTimeout(t *testing.T) {
 		e := newEnv(t, d, nil)
 		tok := e.signup("paused@example.com")
 		m := toolsManifest([]map[string]any{{"type": "function", "function": "lookup", "approval": "always"}}, nil)
-		m["agents"].([]map[string]any)[0]["timeout_seconds"] = 2
+		// The run's own work (before the wait, and from the answer to its
+		// end) must fit in the timeout on a loaded CI run under -race: 2 s
+		// did not, once.
+		m["agents"].([]map[string]any)[0]["timeout_seconds"] = 5
 		appID := e.importManifest(tok, m).expect(t, 201).str("app_id")
 		clerk := e.agentNamed(tok, appID, "clerk")
 
 		r := e.activateWait(tok, clerk, `call lookup {"email":"ada@example.com"}`)
 		id := r.str("activation_id")
 		w := r.JSON["waiting"].(map[string]any)
-		time.Sleep(2500 * time.Millisecond) //nolint:forbidigo // the wait must outlast the agent's timeout
+		time.Sleep(5500 * time.Millisecond) //nolint:forbidigo // the wait must outlast the agent's timeout
 		call := w["tool_calls"].([]any)[0].(map[string]any)
 		e.do("POST", "/api/v1/activations/"+id+"/waitpoints/"+w["waitpoint_id"].(string),
 			map[string]any{"decisions": []any{map[string]any{"tool_call_id": call["tool_call_id"], "type": "approve"}}}, bearer(tok)).expect(t, 202)
