@@ -20,14 +20,10 @@ func TestActivationClaimMany(t *testing.T) {
 		ctx := context.Background()
 		s := testdb.Open(t, d)
 		u := newUser(t, s, "a@x.io", false)
-		now := store.Now()
-		app := &store.App{ID: uuid.NewString(), UserID: u.ID, Name: "A", Slug: "a", CreatedAt: now, UpdatedAt: now}
-		require.NoError(t, s.AppCreate(ctx, app))
-		agent := &store.Agent{ID: uuid.NewString(), AppID: app.ID, UserID: u.ID, Name: "g", AgentTypeID: "llm", Version: "1", Status: "active", TimeoutSeconds: 30, CreatedAt: now, UpdatedAt: now}
-		require.NoError(t, s.AgentCreate(ctx, agent))
+		agent := newAgent(t, s, newApp(t, s, u.ID, "a"), "g", "")
 		ids := make([]string, 4)
 		for i := range ids {
-			a := &store.Activation{ID: uuid.NewString(), UserID: u.ID, AppID: app.ID, AgentID: agent.ID, Status: store.StatusQueued,
+			a := &store.Activation{ID: uuid.NewString(), UserID: u.ID, AppID: agent.AppID, AgentID: agent.ID, Status: store.StatusQueued,
 				Priority: 2, CreatedAt: store.Now()}
 			require.NoError(t, s.ActivationCreate(ctx, a))
 			ids[i] = a.ID
