@@ -3,8 +3,12 @@ package store
 import (
 	"context"
 	"database/sql/driver"
+	"fmt"
+	"reflect"
 
+	"modernc.org/libc"
 	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // SQLite parses and plans every statement it is given; for the short
@@ -23,10 +27,51 @@ func (c cachingConnector) Connect(context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := stablePlans(conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
 	return &cachingConn{conn: conn, stmts: map[string]*cachedStmt{}}, nil
 }
 
 func (c cachingConnector) Driver() driver.Driver { return c.drv }
+
+// stablePlans turns on SQLite's query planner stability guarantee (QPSG)
+// on conn. Without it SQLite plans some statements by the values bound to
+// them, a LIMIT's among them, and then prepares the statement again at
+// every new binding: every page of a list and River's fetch were parsed
+// at every execution despite the cache below. A statement's plan is then
+// fixed once it is prepared, as the cache wants.
+//
+// The driver offers no option for it, so the connection's handle is read
+// from its unexported field; a driver that moved it fails here, loudly,
+// rather than silently re-planning again.
+func stablePlans(conn driver.Conn) error {
+	v := reflect.ValueOf(conn)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	var db reflect.Value
+	if v.Kind() == reflect.Struct {
+		db = v.FieldByName("db")
+	}
+	if !db.IsValid() || db.Kind() != reflect.Uintptr || db.Uint() == 0 {
+		return fmt.Errorf("store: the sqlite driver's connection has no handle to configure (modernc.org/sqlite changed?)")
+	}
+	tls := libc.NewTLS()
+	defer tls.Close()
+	// sqlite3_db_config(db, op, int onoff, int *pRes): libc.VaList packs
+	// each argument in 8 bytes.
+	args := libc.Xmalloc(tls, 16)
+	if args == 0 {
+		return fmt.Errorf("store: sqlite: out of memory")
+	}
+	defer libc.Xfree(tls, args)
+	if rc := sqlite3.Xsqlite3_db_config(tls, uintptr(db.Uint()), sqlite3.SQLITE_DBCONFIG_ENABLE_QPSG, libc.VaList(args, int32(1), uintptr(0))); rc != sqlite3.SQLITE_OK {
+		return fmt.Errorf("store: sqlite3_db_config(ENABLE_QPSG): code %d", rc)
+	}
+	return nil
+}
 
 // maxCachedStmts bounds the cache; queries past it run unprepared.
 const maxCachedStmts = 512
