@@ -81,6 +81,7 @@ func TestSpinningPipelinesDoNotBlockAnotherUser(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		e := newEnv(t, d, map[string]string{"AP_WORKERS": "2"})
+		e.stopAtOnce()
 		b := e.signup("b@example.com")
 		m := map[string]any{"name": "Spin", "slug": "spin", "version": "1.0.0", "functions": []any{map[string]any{
 			"name": "spin", "code": loop, "input_schema": map[string]any{"type": "object"}, "timeout_seconds": 10}}}

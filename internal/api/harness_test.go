@@ -72,6 +72,17 @@ func newEnvWith(t testing.TB, d store.Dialect, vars map[string]string, opts serv
 	return &env{t: t, srv: srv, url: hs.URL, logs: logs}
 }
 
+// stopAtOnce stops the server without a drain when the test ends, for a
+// test that leaves runs spinning: draining them would burn every core of
+// the machine until their timeouts, under the other packages' tests.
+func (e *env) stopAtOnce() {
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		e.srv.Stop(ctx)
+	})
+}
+
 // opt shapes a request.
 type opt func(*http.Request)
 
