@@ -5,6 +5,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -737,9 +738,10 @@ func (t *ioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // readBatch reads batch data, which may be either a single JSON-RPC message,
 // or an array of JSON-RPC messages.
 func readBatch(data []byte) (msgs []jsonrpc.Message, isBatch bool, _ error) {
-	// Try to read an array of messages first.
+	// Try to read an array of messages first, when it may be one: the
+	// failed attempt costs an error message for every single message.
 	var rawBatch []json.RawMessage
-	if err := internaljson.Unmarshal(data, &rawBatch); err == nil {
+	if b := bytes.TrimLeft(data, " \t\r\n"); len(b) > 0 && (b[0] == '[' || b[0] == 'n') && internaljson.Unmarshal(data, &rawBatch) == nil {
 		if len(rawBatch) == 0 {
 			return nil, true, fmt.Errorf("empty batch")
 		}
