@@ -138,17 +138,24 @@ func (s *Store) AgentGetWithApp(ctx context.Context, id string) (*Agent, string,
 func (s *Store) AgentGetInApp(ctx context.Context, userID, appID, appSlug, name string) (a *Agent, appStatus string, shared bool, err error) {
 	a = &Agent{}
 	var status sql.NullString
-	app := `app_id = $2`
+	q, app := agentInAppByID, appID
 	if appID == "" {
-		app, appID = `app_id = (SELECT id FROM apps WHERE user_id = $1 AND slug = $2)`, appSlug
+		q, app = agentInAppBySlug, appSlug
 	}
-	err = scanAgent(withColumns{s.reader().QueryRowContext(ctx, `SELECT `+agentColumns+`,
+	err = scanAgent(withColumns{s.reader().QueryRowContext(ctx, q, userID, app, name), []any{&status, &shared}}, a)
+	return a, status.String, shared, mapErr(err)
+}
+
+// The statements of AgentGetInApp, by the app's id ($2) or by its slug.
+const (
+	agentInApp = `SELECT ` + agentColumns + `,
 		(SELECT status FROM apps WHERE apps.id = agents.app_id),
 		EXISTS (SELECT 1 FROM functions f WHERE f.app_id = agents.app_id AND f.name = agents.name)
 			OR EXISTS (SELECT 1 FROM pipelines p WHERE p.app_id = agents.app_id AND p.name = agents.name)
-		FROM agents WHERE `+app+` AND name = $3 AND user_id = $1`, userID, appID, name), []any{&status, &shared}}, a)
-	return a, status.String, shared, mapErr(err)
-}
+		FROM agents WHERE name = $3 AND user_id = $1 AND app_id = `
+	agentInAppByID   = agentInApp + `$2`
+	agentInAppBySlug = agentInApp + `(SELECT id FROM apps WHERE user_id = $1 AND slug = $2)`
+)
 
 // withColumns scans a row's further columns into extra, after those its
 // scanner reads: a query of one table's columns and something more.
