@@ -118,3 +118,46 @@ func TestEveryPasswordPathTakesASlot(t *testing.T) {
 		require.NotEmpty(t, sess.Token)
 	})
 }
+
+// Hashing's memory is given back once hashing stops, not while it runs,
+// and not more often than h.every.
+func TestHasherGivesItsMemoryBack(t *testing.T) {
+	t.Parallel()
+	h := newHasher(cheap, 4, time.Minute)
+	var given atomic.Int64
+	h.giveBack = func() { given.Add(1) }
+	h.giveBackAfter, h.every = 20*time.Millisecond, time.Hour
+	t.Cleanup(func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.pending != nil {
+			h.pending.Stop()
+		}
+	})
+
+	// A run that holds its slot past giveBackAfter keeps the memory: the
+	// others ending do not give it back under it.
+	require.NoError(t, h.acquire(context.Background()))
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			_, err := h.hash(context.Background(), "password1")
+			require.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	time.Sleep(3 * h.giveBackAfter) //nolint:forbidigo // waiting for something not to happen
+	require.Zero(t, given.Load(), "given back while a run held its slot")
+	h.release()
+	require.Eventually(t, func() bool { return given.Load() == 1 }, 5*time.Second, 5*time.Millisecond)
+
+	// Within h.every, a second burst waits for the interval's end.
+	_, err := h.hash(context.Background(), "password1")
+	require.NoError(t, err)
+	time.Sleep(3 * h.giveBackAfter) //nolint:forbidigo // waiting for something not to happen
+	require.EqualValues(t, 1, given.Load(), "given back twice within h.every")
+	h.mu.Lock()
+	pending := h.pending != nil
+	h.mu.Unlock()
+	require.True(t, pending, "the second burst's return is scheduled at the interval's end")
+}
