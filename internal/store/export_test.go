@@ -2,9 +2,34 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"log/slog"
 	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
 )
+
+// StablePlans reports whether every SQLite connection of s keeps its
+// statements' plans (the query planner stability guarantee).
+func (s *Store) StablePlans(ctx context.Context) (bool, error) {
+	for _, db := range []*sql.DB{s.read, s.write} {
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			return false, err
+		}
+		var on int32
+		err = conn.Raw(func(dc any) error {
+			var err error
+			on, err = dbConfig(dc.(*cachingConn).conn, sqlite3.SQLITE_DBCONFIG_ENABLE_QPSG, -1)
+			return err
+		})
+		conn.Close()
+		if err != nil || on != 1 {
+			return false, err
+		}
+	}
+	return true, nil
+}
 
 // QueuedTxs is how many transactions wait for the SQLite committer.
 func (s *Store) QueuedTxs() int {

@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"reflect"
+	"runtime"
+	"unsafe"
 
 	"modernc.org/libc"
 	"modernc.org/sqlite"
@@ -37,16 +39,25 @@ func (c cachingConnector) Connect(context.Context) (driver.Conn, error) {
 func (c cachingConnector) Driver() driver.Driver { return c.drv }
 
 // stablePlans turns on SQLite's query planner stability guarantee (QPSG)
-// on conn. Without it SQLite plans some statements by the values bound to
-// them, a LIMIT's among them, and then prepares the statement again at
-// every new binding: every page of a list and River's fetch were parsed
-// at every execution despite the cache below. A statement's plan is then
-// fixed once it is prepared, as the cache wants.
-//
-// The driver offers no option for it, so the connection's handle is read
-// from its unexported field; a driver that moved it fails here, loudly,
-// rather than silently re-planning again.
+// on conn. Without it SQLite plans a statement by a value bound to it
+// where that value may change the plan (a LIMIT inside a subquery, a LIKE
+// pattern) and prepares it again at every new binding: River's fetch was
+// parsed at every poll despite the cache below. A statement's plan is
+// then fixed once it is prepared, as the cache wants.
 func stablePlans(conn driver.Conn) error {
+	on, err := dbConfig(conn, sqlite3.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
+	if err == nil && on != 1 {
+		err = fmt.Errorf("store: sqlite: the query planner stability guarantee stayed off")
+	}
+	return err
+}
+
+// dbConfig is sqlite3_db_config(db, op, onoff, &result) on conn, a
+// modernc connection: a boolean setting (onoff -1 reads it) and what it
+// is now. The driver offers no call for it, so the connection's handle
+// is read from its unexported field; a driver that moved it fails here,
+// loudly, rather than silently re-planning again.
+func dbConfig(conn driver.Conn, op, onoff int32) (int32, error) {
 	v := reflect.ValueOf(conn)
 	if v.Kind() == reflect.Pointer {
 		v = v.Elem()
@@ -56,21 +67,25 @@ func stablePlans(conn driver.Conn) error {
 		db = v.FieldByName("db")
 	}
 	if !db.IsValid() || db.Kind() != reflect.Uintptr || db.Uint() == 0 {
-		return fmt.Errorf("store: the sqlite driver's connection has no handle to configure (modernc.org/sqlite changed?)")
+		return 0, fmt.Errorf("store: the sqlite driver's connection has no handle to configure (modernc.org/sqlite changed?)")
 	}
 	tls := libc.NewTLS()
 	defer tls.Close()
-	// sqlite3_db_config(db, op, int onoff, int *pRes): libc.VaList packs
-	// each argument in 8 bytes.
-	args := libc.Xmalloc(tls, 16)
-	if args == 0 {
-		return fmt.Errorf("store: sqlite: out of memory")
+	// The varargs (int onoff, int *result), 8 bytes each as libc.VaList
+	// packs them; result is Go memory, which the collector does not move.
+	va := libc.Xmalloc(tls, 16)
+	if va == 0 {
+		return 0, fmt.Errorf("store: sqlite: out of memory")
 	}
-	defer libc.Xfree(tls, args)
-	if rc := sqlite3.Xsqlite3_db_config(tls, uintptr(db.Uint()), sqlite3.SQLITE_DBCONFIG_ENABLE_QPSG, libc.VaList(args, int32(1), uintptr(0))); rc != sqlite3.SQLITE_OK {
-		return fmt.Errorf("store: sqlite3_db_config(ENABLE_QPSG): code %d", rc)
+	defer libc.Xfree(tls, va)
+	result := new(int32)
+	*result = -1
+	rc := sqlite3.Xsqlite3_db_config(tls, uintptr(db.Uint()), op, libc.VaList(va, onoff, uintptr(unsafe.Pointer(result))))
+	runtime.KeepAlive(result)
+	if rc != sqlite3.SQLITE_OK {
+		return 0, fmt.Errorf("store: sqlite3_db_config(%d): code %d", op, rc)
 	}
-	return nil
+	return *result, nil
 }
 
 // maxCachedStmts bounds the cache; queries past it run unprepared.

@@ -232,3 +232,13 @@ func TestOpenRejectsUnknownURL(t *testing.T) {
 	_, err := store.Open(context.Background(), "mysql://x")
 	require.ErrorContains(t, err, "unsupported database URL")
 }
+
+// SQLite's connections keep a statement's plan once it is prepared
+// (sqliteconn.go): without it River's fetch was parsed at every poll.
+func TestSQLiteConnectionsKeepTheirPlans(t *testing.T) {
+	t.Parallel()
+	s := testdb.Open(t, store.SQLite)
+	on, err := s.StablePlans(context.Background())
+	require.NoError(t, err)
+	require.True(t, on)
+}
