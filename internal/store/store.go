@@ -23,8 +23,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	"github.com/jackc/pgx/v5/stdlib"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -97,10 +98,11 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 }
 
 func openPostgres(ctx context.Context, dsn string) (*Store, error) {
-	db, err := sql.Open("pgx", dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("store: open postgres: %w", err)
+		return nil, fmt.Errorf("store: open postgres %s: %w", redact(dsn), err)
 	}
+	db := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(encodePQArrays))
 	db.SetMaxOpenConns(4 * runtime.NumCPU())
 	db.SetMaxIdleConns(4 * runtime.NumCPU())
 	db.SetConnMaxIdleTime(5 * time.Minute)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/lib/pq"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -241,4 +242,32 @@ func TestSQLiteConnectionsKeepTheirPlans(t *testing.T) {
 	on, err := s.StablePlans(context.Background())
 	require.NoError(t, err)
 	require.True(t, on)
+}
+
+// River's arrays (lib/pq's types) reach PostgreSQL with the values pq
+// would send, encoded by pgx directly (pgarrays.go).
+func TestPQArraysKeepTheirValues(t *testing.T) {
+	t.Parallel()
+	testdb.RequirePostgres(t)
+	s := testdb.Open(t, store.Postgres)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 27, 10, 0, 0, 123456000, time.UTC)
+	var text, ints, smalls, json, bytes, times, empty, null string
+	require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT $1::text[]::text, $2::bigint[]::text, $3::smallint[]::text, $4::jsonb[]::text,
+		$5::bytea[]::text, $6::timestamptz[]::text, $7::text[]::text, coalesce($8::integer[]::text, 'NULL')`,
+		pq.Array([]string{"a", "b,c", `"q"`, "", `back\slash`, "NULL"}), pq.Array([]int64{1, -2}), pq.Array([]int16{3, 4}),
+		pq.Array([]string{`{"k": [1, "x"]}`, `null`}), pq.Array([][]byte{{0, 1, 255}, nil}), pq.Array([]time.Time{at}),
+		pq.Array([]string{}), pq.Array([]int32(nil))).Scan(&text, &ints, &smalls, &json, &bytes, &times, &empty, &null))
+	require.Equal(t, `{a,"b,c","\"q\"","","back\\slash","NULL"}`, text)
+	require.Equal(t, `{1,-2}`, ints)
+	require.Equal(t, `{3,4}`, smalls)
+	// A JSON null stays one; pq wrote it unquoted, which PostgreSQL read
+	// as SQL NULL (River sends objects only).
+	require.Equal(t, `{"{\"k\": [1, \"x\"]}","null"}`, json)
+	require.Equal(t, `{"\\x0001ff",NULL}`, bytes)
+	var back time.Time
+	require.NoError(t, s.DB().QueryRowContext(ctx, `SELECT ($1::timestamptz[])[1]`, pq.Array([]time.Time{at})).Scan(&back))
+	require.True(t, at.Equal(back), "%s != %s (%s)", back, at, times)
+	require.Equal(t, `{}`, empty)
+	require.Equal(t, `NULL`, null)
 }
