@@ -24,6 +24,10 @@ type dialect interface {
 	// connection, so a write transaction already holds the whole database.
 	multiNode() bool
 
+	// writableCTE reports whether a WITH clause may hold an INSERT, so
+	// that two writes go as one statement (PostgreSQL; not SQLite).
+	writableCTE() bool
+
 	// forUpdate is the clause that locks the rows a SELECT reads until the
 	// transaction ends ("" where a write transaction holds the database).
 	forUpdate() string

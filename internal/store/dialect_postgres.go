@@ -18,6 +18,7 @@ type postgresDialect struct{}
 
 func (postgresDialect) name() Dialect      { return Postgres }
 func (postgresDialect) multiNode() bool    { return true }
+func (postgresDialect) writableCTE() bool  { return true }
 func (postgresDialect) forUpdate() string  { return " FOR UPDATE" }
 func (postgresDialect) ts(t time.Time) any { return t }
 

@@ -56,20 +56,40 @@ func (s *Store) UsageInsert(ctx context.Context, recs ...*UsageRecord) error {
 		} else {
 			unpriced = 1
 		}
-		if _, err := s.writer().ExecContext(ctx, `INSERT INTO usage_records (id, user_id, app_id, agent_id, activation_id, step_index,
-			api_key_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-			r.ID, r.UserID, nullable(r.AppID), nullable(r.AgentID), nullable(r.ActivationID), step, nullableID(r.APIKeyID), r.Provider, r.Model,
-			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, cost, s.ts(r.CreatedAt)); err != nil {
-			return mapErr(err)
-		}
 		shard := 0
 		if s.d.multiNode() {
 			shard = rand.IntN(usageShards)
 		}
-		if _, err := s.writer().ExecContext(ctx, `INSERT INTO usage_daily (user_id, day, app_id, agent_id, api_key_id, provider, model, shard,
+		args := []any{r.ID, r.UserID, nullable(r.AppID), nullable(r.AgentID), nullable(r.ActivationID), step, nullableID(r.APIKeyID), r.Provider, r.Model,
+			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, cost, s.ts(r.CreatedAt),
+			UsageDay(r.CreatedAt), r.AppID, r.AgentID, r.APIKeyID, shard, priced, unpriced}
+		if s.d.writableCTE() {
+			// One statement, one round trip: a run's end is short of them.
+			if _, err := s.writer().ExecContext(ctx, `WITH rec AS (`+usageRecordInsert+`) `+usageDailyUpsert, args...); err != nil {
+				return mapErr(err)
+			}
+			continue
+		}
+		if _, err := s.writer().ExecContext(ctx, usageRecordInsert, args[:15]...); err != nil {
+			return mapErr(err)
+		}
+		if _, err := s.writer().ExecContext(ctx, usageDailyUpsert, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The two writes of a usage record, numbered as UsageInsert's arguments:
+// the ledger's row ($1–$15) and its daily sum (the user, provider, model
+// and tokens again, then $16–$22).
+const (
+	usageRecordInsert = `INSERT INTO usage_records (id, user_id, app_id, agent_id, activation_id, step_index,
+			api_key_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
+	usageDailyUpsert = `INSERT INTO usage_daily (user_id, day, app_id, agent_id, api_key_id, provider, model, shard,
 			calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, unpriced_calls)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9, $10, $11, $12, $13, $14)
+			VALUES ($2, $16, $17, $18, $19, $8, $9, $20, 1, $10, $11, $12, $13, $21, $22)
 			ON CONFLICT (user_id, day, app_id, agent_id, api_key_id, provider, model, shard) DO UPDATE SET
 				calls = usage_daily.calls + 1,
 				input_tokens = usage_daily.input_tokens + excluded.input_tokens,
@@ -77,14 +97,8 @@ func (s *Store) UsageInsert(ctx context.Context, recs ...*UsageRecord) error {
 				cache_read_tokens = usage_daily.cache_read_tokens + excluded.cache_read_tokens,
 				cache_write_tokens = usage_daily.cache_write_tokens + excluded.cache_write_tokens,
 				cost_micro_usd = usage_daily.cost_micro_usd + excluded.cost_micro_usd,
-				unpriced_calls = usage_daily.unpriced_calls + excluded.unpriced_calls`,
-			r.UserID, UsageDay(r.CreatedAt), r.AppID, r.AgentID, r.APIKeyID, r.Provider, r.Model, shard,
-			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, priced, unpriced); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+				unpriced_calls = usage_daily.unpriced_calls + excluded.unpriced_calls`
+)
 
 // UsageCompact folds the shards of the daily sums of days before day
 // (YYYY-MM-DD) into shard 0, in one statement: a day over takes no more
