@@ -22,42 +22,44 @@ func encodePQArrays(_ context.Context, c *pgx.Conn) error {
 
 // unwrapPQArray is a pgx encode-plan wrapper for lib/pq's array types.
 func unwrapPQArray(value any) (pgtype.WrappedEncodePlanNextSetter, any, bool) {
-	switch value.(type) {
-	case *pq.StringArray, *pq.Int64Array, *pq.Int32Array, *pq.ByteaArray, *pq.BoolArray, *pq.Float64Array, *pq.Float32Array:
-	case pq.GenericArray:
-	default:
+	slice, ok := pqArraySlice(value)
+	if !ok {
 		return nil, nil, false
 	}
-	return &pqArrayPlan{}, pqArraySlice(value), true
+	return &pqArrayPlan{}, slice, true
 }
 
-// pqArraySlice is the slice a lib/pq array wraps.
-func pqArraySlice(value any) any {
+// pqArraySlice is the slice a lib/pq array wraps; ok is false for any
+// other value.
+func pqArraySlice(value any) (slice any, ok bool) {
 	switch v := value.(type) {
 	case *pq.StringArray:
-		return []string(*v)
+		return []string(*v), true
 	case *pq.Int64Array:
-		return []int64(*v)
+		return []int64(*v), true
 	case *pq.Int32Array:
-		return []int32(*v)
+		return []int32(*v), true
 	case *pq.ByteaArray:
-		return [][]byte(*v)
+		return [][]byte(*v), true
 	case *pq.BoolArray:
-		return []bool(*v)
+		return []bool(*v), true
 	case *pq.Float64Array:
-		return []float64(*v)
+		return []float64(*v), true
 	case *pq.Float32Array:
-		return []float32(*v)
+		return []float32(*v), true
 	case pq.GenericArray:
-		return v.A
+		return v.A, true
 	}
-	return value
+	return nil, false
 }
 
 type pqArrayPlan struct{ next pgtype.EncodePlan }
 
 func (p *pqArrayPlan) SetNext(next pgtype.EncodePlan) { p.next = next }
 
+// Encode encodes the slice inside value: the plan was made for its type,
+// which pqArraySlice knows.
 func (p *pqArrayPlan) Encode(value any, buf []byte) ([]byte, error) {
-	return p.next.Encode(pqArraySlice(value), buf)
+	slice, _ := pqArraySlice(value)
+	return p.next.Encode(slice, buf)
 }
