@@ -3,7 +3,6 @@ package auth
 import (
 	"context"
 	"runtime"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -49,7 +48,12 @@ type hasher struct {
 	pending              *time.Timer // the next give-back, nil if none
 	lastGiveBack         time.Time
 	giveBackAfter, every time.Duration
-	giveBack             func() // debug.FreeOSMemory; tests count calls
+	// giveBack returns the memory (debug.FreeOSMemory; tests count calls);
+	// nil: never. closed stops it for good, giving waits for a return
+	// in progress.
+	giveBack func()
+	closed   bool
+	giving   sync.WaitGroup
 }
 
 const (
@@ -65,7 +69,7 @@ func newHasher(p PasswordParams, slots int, wait time.Duration) *hasher {
 		wait = DefaultHashWait
 	}
 	return &hasher{params: p, sem: semaphore.NewWeighted(int64(slots)), wait: wait,
-		giveBackAfter: giveBackAfter, every: giveBackEvery, giveBack: debug.FreeOSMemory}
+		giveBackAfter: giveBackAfter, every: giveBackEvery}
 }
 
 // acquire takes a slot, waiting at most h.wait and while ctx lives.
@@ -91,7 +95,7 @@ func (h *hasher) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.running--
-	if h.running == 0 && h.pending == nil {
+	if h.running == 0 && h.pending == nil && h.giveBack != nil && !h.closed {
 		delay := max(h.giveBackAfter, time.Until(h.lastGiveBack.Add(h.every)))
 		h.pending = time.AfterFunc(delay, h.returnMemory)
 	}
@@ -102,13 +106,28 @@ func (h *hasher) release() {
 func (h *hasher) returnMemory() {
 	h.mu.Lock()
 	h.pending = nil
-	if h.running > 0 {
+	if h.running > 0 || h.closed {
 		h.mu.Unlock()
 		return
 	}
 	h.lastGiveBack = time.Now()
+	h.giving.Add(1)
 	h.mu.Unlock()
+	defer h.giving.Done()
 	h.giveBack()
+}
+
+// close stops the returns: none is scheduled afterwards, and one in
+// progress ends before close does.
+func (h *hasher) close() {
+	h.mu.Lock()
+	h.closed = true
+	if h.pending != nil {
+		h.pending.Stop()
+		h.pending = nil
+	}
+	h.mu.Unlock()
+	h.giving.Wait()
 }
 
 // hash is HashPassword in a slot.

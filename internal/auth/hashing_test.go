@@ -127,13 +127,7 @@ func TestHasherGivesItsMemoryBack(t *testing.T) {
 	var given atomic.Int64
 	h.giveBack = func() { given.Add(1) }
 	h.giveBackAfter, h.every = 20*time.Millisecond, time.Hour
-	t.Cleanup(func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		if h.pending != nil {
-			h.pending.Stop()
-		}
-	})
+	t.Cleanup(h.close)
 
 	// A run that holds its slot past giveBackAfter keeps the memory: the
 	// others ending do not give it back under it.
@@ -160,4 +154,14 @@ func TestHasherGivesItsMemoryBack(t *testing.T) {
 	pending := h.pending != nil
 	h.mu.Unlock()
 	require.True(t, pending, "the second burst's return is scheduled at the interval's end")
+
+	// Once closed, nothing is scheduled or given back.
+	h.close()
+	_, err = h.hash(context.Background(), "password1")
+	require.NoError(t, err)
+	h.mu.Lock()
+	pending = h.pending != nil
+	h.mu.Unlock()
+	require.False(t, pending, "a return scheduled after close")
+	require.EqualValues(t, 1, given.Load())
 }

@@ -11,6 +11,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"log/slog"
+	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,6 +47,10 @@ type Options struct {
 	// Quotas bound a user's API keys (AP_QUOTA_API_KEYS); zero means the
 	// defaults.
 	Quotas quota.Limits
+	// ReturnHashMemory gives the password hashes' memory back to the system
+	// once hashing stops (hashing.go): the server's, which Close stops;
+	// off for the CLI and for tests that build the service alone.
+	ReturnHashMemory bool
 }
 
 // Service is the auth domain over the store.
@@ -80,9 +85,16 @@ func New(s *store.Store, log *slog.Logger, opts Options) (*Service, error) {
 	}
 	svc := &Service{store: s, log: log, opts: opts, dummyHash: dummy, now: store.Now,
 		hasher: newHasher(opts.Password, opts.HashSlots, opts.HashWait)}
+	if opts.ReturnHashMemory {
+		svc.hasher.giveBack = debug.FreeOSMemory
+	}
 	svc.holds.gen.Store(1) // a Caller made elsewhere (gen 0) is checked when held
 	return svc, nil
 }
+
+// Close stops giving the hashes' memory back, waiting for a return in
+// progress. The service still hashes and verifies afterwards.
+func (s *Service) Close() { s.hasher.close() }
 
 // Authenticate resolves a bearer token or session cookie value.
 func (s *Service) Authenticate(ctx context.Context, token string) (*Caller, error) {

@@ -122,6 +122,9 @@ func (s *Server) Close() {
 		if s.Events != nil {
 			s.Events.Stop()
 		}
+		if s.Auth != nil {
+			s.Auth.Close()
+		}
 		s.Store.Close()
 		// Tests that never Run stop the exporter here (Run's sequence
 		// stopped it already otherwise: a second stop does nothing).
@@ -171,7 +174,7 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	s.Auth, err = auth.New(s.Store, s.Log, auth.Options{
 		SessionTTL: s.Config.SessionTTL, RegistrationOpen: s.Config.RegistrationOpen(), Password: s.opts.Password,
-		MaxConnections: s.opts.MaxConnectionsPerUser, Quotas: s.Config.Quotas,
+		MaxConnections: s.opts.MaxConnectionsPerUser, Quotas: s.Config.Quotas, ReturnHashMemory: true,
 	})
 	if err != nil {
 		return err
