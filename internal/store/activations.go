@@ -172,13 +172,11 @@ func (s *Store) ActivationReleaseIdempotencyKey(ctx context.Context, userID, key
 // returns it; ok is false when it is not queued (already run, cancelled, or
 // claimed by another worker), which makes duplicate jobs harmless.
 func (s *Store) ActivationClaim(ctx context.Context, id, workerID string, now time.Time) (*Activation, bool, error) {
-	s.changingActivation(id)
-	var a Activation
-	err := scanActivation(s.writer().QueryRowContext(ctx, `UPDATE activations
-		SET status = 'running', started_at = $3, worker_id = $2, attempt = attempt + 1
-		WHERE id = $1 AND status = 'queued'
-		RETURNING `+s.activationColumns(), id, workerID, s.ts(now)), &a)
-	return s.changed(&a, err)
+	claimed, err := s.ActivationClaimMany(ctx, []string{id}, workerID, now)
+	if err != nil || len(claimed) == 0 {
+		return nil, false, err
+	}
+	return claimed[0], true, nil
 }
 
 // ActivationClaimMany is ActivationClaim of several activations in one
@@ -194,27 +192,17 @@ func (s *Store) ActivationClaimMany(ctx context.Context, ids []string, workerID 
 		s.changingActivation(id)
 		args = append(args, id)
 	}
-	rows, err := s.writer().QueryContext(ctx, `UPDATE activations
+	claimed, err := queryAll(ctx, s.writer(), scanActivation, `UPDATE activations
 		SET status = 'running', started_at = $2, worker_id = $1, attempt = attempt + 1
 		WHERE id IN (`+placeholders(3, len(ids))+`) AND status = 'queued'
-		RETURNING `+activationColumns, args...)
+		RETURNING `+s.activationColumns(), args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	var out []*Activation
-	for rows.Next() {
-		a := new(Activation)
-		if err := scanActivation(rows, a); err != nil {
-			return nil, mapErr(err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, mapErr(err)
-	}
-	for _, a := range out {
-		s.cacheActivation(a)
+	out := make([]*Activation, len(claimed))
+	for i := range claimed {
+		out[i] = &claimed[i]
+		s.cacheActivation(out[i])
 	}
 	return out, nil
 }

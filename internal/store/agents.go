@@ -103,19 +103,14 @@ func (s *Store) AgentGetMany(ctx context.Context, ids []string) (map[string]*Age
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := s.reader().QueryContext(ctx, `SELECT `+agentColumns+` FROM agents WHERE id IN (`+placeholders(1, len(ids))+`)`, args...)
+	agents, err := queryAll(ctx, s.reader(), scanAgent, `SELECT `+agentColumns+` FROM agents WHERE id IN (`+placeholders(1, len(ids))+`)`, args...)
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		a := new(Agent)
-		if err := scanAgent(rows, a); err != nil {
-			return nil, mapErr(err)
-		}
-		out[a.ID] = a
+	for i := range agents {
+		out[agents[i].ID] = &agents[i]
 	}
-	return out, mapErr(rows.Err())
+	return out, nil
 }
 
 // AgentGetWithApp is AgentGet with the status of the agent's app ("" for
