@@ -207,6 +207,41 @@ func (s *Store) ActivationClaimMany(ctx context.Context, ids []string, workerID 
 	return out, nil
 }
 
+// ActivationsQueuedNext returns up to n queued activations to claim
+// next (ActivationClaimMany, in the same transaction), locked on
+// PostgreSQL until it ends. Users take turns: each user's first (by
+// priority, then creation order) before anyone's second, among the oldest
+// queued rows (a window of a few times n), so that one user's thousands
+// queued do not hold another's one back. The activations of the users in
+// skip (those who hold their share of a worker) are left out. Rows another
+// worker's transaction holds are passed over, not waited for.
+func (s *Store) ActivationsQueuedNext(ctx context.Context, n int, skip []string) ([]string, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	args := make([]any, 0, len(skip)+2)
+	args = append(args, n, 4*n+32)
+	notSkipped := ""
+	if len(skip) > 0 {
+		notSkipped = ` AND user_id NOT IN (` + placeholders(3, len(skip)) + `)`
+		for _, u := range skip {
+			args = append(args, u)
+		}
+	}
+	// Only the rows taken are locked, not the window: a second worker
+	// claiming at the same moment takes the next ones.
+	return queryAll(ctx, s.writer(), scanString, `WITH window_ AS (
+			SELECT id, user_id, priority FROM activations
+			WHERE status = 'queued'`+notSkipped+`
+			ORDER BY priority, id LIMIT $2
+		), turns AS (
+			SELECT id, priority, row_number() OVER (PARTITION BY user_id ORDER BY priority, id) AS turn FROM window_
+		)
+		SELECT a.id FROM activations a JOIN turns t ON t.id = a.id
+		WHERE a.status = 'queued'
+		ORDER BY t.turn, t.priority, t.id LIMIT $1`+s.d.skipLocked("a"), args...)
+}
+
 // Outcome is how an activation ended.
 type Outcome struct {
 	Status      string // completed or failed

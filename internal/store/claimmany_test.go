@@ -67,3 +67,57 @@ func TestActivationClaimMany(t *testing.T) {
 		require.Equal(t, "g", agents[agent.ID].Name)
 	})
 }
+
+// ActivationsQueuedNext names the queued activations in turns: each
+// user's most urgent first, then everyone's second, and so on; it passes
+// over the users it is told to skip, and, on PostgreSQL, the rows another
+// transaction is claiming.
+func TestActivationsQueuedNext(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		heavy, light := newUser(t, s, "heavy@x.io", false), newUser(t, s, "light@x.io", false)
+		queue := func(u *store.User, priority int) string {
+			agent := newAgent(t, s, newApp(t, s, u.ID, uuid.NewString()[:8]), "g", "")
+			a := &store.Activation{ID: uuid.Must(uuid.NewV7()).String(), UserID: u.ID, AppID: agent.AppID, AgentID: agent.ID,
+				Status: store.StatusQueued, Priority: priority, CreatedAt: store.Now()}
+			require.NoError(t, s.ActivationCreate(ctx, a))
+			return a.ID
+		}
+		var h []string
+		for range 5 {
+			h = append(h, queue(heavy, 2))
+		}
+		urgent := queue(heavy, 1)
+		l := queue(light, 3)
+		running := queue(light, 1)
+		_, ok, err := s.ActivationClaim(ctx, running, "w", store.Now())
+		require.NoError(t, err)
+		require.True(t, ok)
+
+		next, err := s.ActivationsQueuedNext(ctx, 3, nil)
+		require.NoError(t, err)
+		require.Equal(t, []string{urgent, l, h[0]}, next, "each user's first, by priority, before anyone's second")
+		next, err = s.ActivationsQueuedNext(ctx, 10, []string{heavy.ID})
+		require.NoError(t, err)
+		require.Equal(t, []string{l}, next, "the skipped user's wait")
+
+		if d != store.Postgres {
+			return
+		}
+		// A claim in progress elsewhere holds its rows: another passes
+		// over them rather than waiting.
+		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error {
+			held, err := tx.ActivationsQueuedNext(ctx, 2, nil)
+			require.NoError(t, err)
+			require.Equal(t, []string{urgent, l}, held)
+			return s.InTx(context.WithoutCancel(ctx), func(other *store.Store) error {
+				next, err := other.ActivationsQueuedNext(ctx, 2, nil)
+				require.NoError(t, err)
+				require.Equal(t, []string{h[0], h[1]}, next)
+				return nil
+			})
+		}))
+	})
+}

@@ -31,6 +31,11 @@ type dialect interface {
 	// forUpdate is the clause that locks the rows a SELECT reads until the
 	// transaction ends ("" where a write transaction holds the database).
 	forUpdate() string
+	// skipLocked is forUpdate of table's rows (a name or an alias in the
+	// FROM list) that passes over rows another transaction holds instead
+	// of waiting for them: what several workers taking queued rows at
+	// once need.
+	skipLocked(table string) string
 	// lockTable is the statement that keeps other writers of table out
 	// until the transaction ends, or "".
 	lockTable(table string) string

@@ -16,10 +16,13 @@ import (
 // postgresDialect is PostgreSQL's SQL (pgx through database/sql).
 type postgresDialect struct{}
 
-func (postgresDialect) name() Dialect      { return Postgres }
-func (postgresDialect) multiNode() bool    { return true }
-func (postgresDialect) writableCTE() bool  { return true }
-func (postgresDialect) forUpdate() string  { return " FOR UPDATE" }
+func (postgresDialect) name() Dialect     { return Postgres }
+func (postgresDialect) multiNode() bool   { return true }
+func (postgresDialect) writableCTE() bool { return true }
+func (postgresDialect) forUpdate() string { return " FOR UPDATE" }
+func (postgresDialect) skipLocked(table string) string {
+	return " FOR UPDATE OF " + table + " SKIP LOCKED"
+}
 func (postgresDialect) ts(t time.Time) any { return t }
 
 func (postgresDialect) lockTable(table string) string {

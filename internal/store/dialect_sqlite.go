@@ -17,6 +17,7 @@ func (sqliteDialect) name() Dialect                 { return SQLite }
 func (sqliteDialect) multiNode() bool               { return false }
 func (sqliteDialect) writableCTE() bool             { return false }
 func (sqliteDialect) forUpdate() string             { return "" }
+func (sqliteDialect) skipLocked(string) string      { return "" }
 func (sqliteDialect) lockTable(table string) string { return "" }
 func (sqliteDialect) cast(expr, typ string) string  { return expr }
 

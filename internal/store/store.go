@@ -384,8 +384,11 @@ func isUniqueViolation(err error) bool {
 
 // strings runs a query of one text column and returns its values.
 func (s *Store) strings(ctx context.Context, q string, args ...any) ([]string, error) {
-	return queryAll(ctx, s.reader(), func(row interface{ Scan(...any) error }, v *string) error { return row.Scan(v) }, q, args...)
+	return queryAll(ctx, s.reader(), scanString, q, args...)
 }
+
+// scanString reads a one-column row of text.
+func scanString(row interface{ Scan(...any) error }, v *string) error { return row.Scan(v) }
 
 // expectOne reports ErrNotFound when an UPDATE or DELETE touched no row.
 func expectOne(res sql.Result, err error) error {
