@@ -26,6 +26,7 @@ package fairshare
 
 import (
 	"context"
+	"slices"
 	"sync"
 )
 
@@ -155,6 +156,32 @@ func (p *Pool) Full(owner string) bool {
 	defer p.mu.Unlock()
 	h := p.held[owner]
 	return h >= p.perOwner || (!p.canTake(owner) && h >= p.share(owner))
+}
+
+// Room tells a claimer of queued work what the pool can start now: free,
+// the slots nobody holds or waits for; lend, what it would lend past its
+// size to a newcomer (an owner holding and waiting for none); and crowded,
+// the owners holding at least a newcomer's share (at most limit of them,
+// the heaviest), whose queued work should wait while others' is queued.
+func (p *Pool) Room(limit int) (free, lend int, crowded []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	busy := p.total + len(p.waiters)
+	free = max(0, p.size-busy)
+	share := p.share("")
+	for o, n := range p.held {
+		if n >= share {
+			crowded = append(crowded, o)
+		}
+		if n > share && busy >= p.size {
+			lend = max(0, p.size+p.overdraft-busy)
+		}
+	}
+	if len(crowded) > limit {
+		slices.SortFunc(crowded, func(a, b string) int { return p.held[b] - p.held[a] })
+		crowded = crowded[:limit]
+	}
+	return free, lend, crowded
 }
 
 // Release frees a slot of owner and grants it to the waiter it is due to.

@@ -302,3 +302,33 @@ func BenchmarkParallel(b *testing.B) {
 		}
 	})
 }
+
+// Room: the free slots for anyone; once one owner fills the pool, what it
+// would lend a newcomer, and that owner as crowded.
+func TestRoom(t *testing.T) {
+	p := Shared(4)
+	free, lend, crowded := p.Room(10)
+	require.Equal(t, 4, free)
+	require.Zero(t, lend)
+	require.Empty(t, crowded)
+	for range 3 {
+		require.True(t, p.TryAcquire("b"))
+	}
+	free, lend, crowded = p.Room(10)
+	require.Equal(t, 1, free)
+	require.Zero(t, lend, "nothing is lent while a slot is free")
+	require.Equal(t, []string{"b"}, crowded, "b holds more than a newcomer's share")
+	require.True(t, p.TryAcquire("b"))
+	free, lend, crowded = p.Room(10)
+	require.Zero(t, free)
+	require.Equal(t, Overdraft(4), lend, "a newcomer is lent a slot past the size")
+	require.Equal(t, []string{"b"}, crowded)
+	require.True(t, p.TryAcquire("a"), "and takes it")
+	free, lend, _ = p.Room(10)
+	require.Zero(t, free+lend)
+	_, _, crowded = p.Room(0)
+	require.Empty(t, crowded, "at most limit")
+	for _, o := range []string{"a", "b", "b", "b", "b"} {
+		p.Release(o)
+	}
+}
