@@ -74,7 +74,8 @@ func (c countingEcho) Complete(ctx context.Context, r llm.Request) (*llm.Respons
 // TestCancelBeforeTheRunStartsNeverReachesTheProvider: a cancel committed
 // once an activation is claimed, but before its run has got going, stops
 // the run before the provider is called, on the fast path (claimed by the
-// creating transaction) and on River's (claimed by the job).
+// creating transaction) and on the dispatcher's (created by a node that
+// works no jobs, claimed by the worker's dispatcher).
 func TestCancelBeforeTheRunStartsNeverReachesTheProvider(t *testing.T) {
 	t.Parallel()
 	for _, path := range []struct {
@@ -82,7 +83,7 @@ func TestCancelBeforeTheRunStartsNeverReachesTheProvider(t *testing.T) {
 		local          bool
 	}{
 		{"local", events.ActivationCreated, true},
-		{"river", events.ActivationStarted, false},
+		{"dispatched", events.ActivationStarted, false},
 	} {
 		t.Run(path.name, func(t *testing.T) {
 			t.Parallel()
@@ -96,32 +97,35 @@ func TestCancelBeforeTheRunStartsNeverReachesTheProvider(t *testing.T) {
 				})
 				bus.svc.Store(b.svc)
 				ctx := context.Background()
-				if path.local { // this process works jobs: the fast path is on
-					r, err := b.svc.StartRecovery(ctx)
-					require.NoError(t, err)
-					t.Cleanup(func() { r.Stop(context.Background()) })
+				r, err := b.svc.StartRecovery(ctx)
+				require.NoError(t, err)
+				t.Cleanup(func() { r.Stop(context.Background()) })
+				creator := b.svc
+				if !path.local { // an API node: it leaves the activation queued
+					creator = activation.New(activation.Deps{Store: b.store, Queue: queue.New(b.store, testdb.Logger(), queue.Options{}),
+						Log: testdb.Logger(), Agents: ownAgents{b.store}, Events: noEvents{}, Nodes: wake{b.svc},
+						Executors: llmOnly(b.store, echo{})}, activation.Options{WorkerID: "api-node"})
 				}
 
-				a, _, err := b.svc.Create(ctx, b.caller, activation.Request{AgentID: b.agent.ID, InputData: json.RawMessage(`{"prompt":"hi"}`)})
+				a, _, err := creator.Create(ctx, b.caller, activation.Request{AgentID: b.agent.ID, InputData: json.RawMessage(`{"prompt":"hi"}`)})
 				require.NoError(t, err)
 				got := awaitEnd(t, b.store, a.ID)
 				require.Equal(t, activation.ErrCancelled, *got.Error)
-				// The run is over once its job is: deleted (the fast
-				// path's deferred job) or completed (River's).
-				require.Eventually(t, func() bool {
-					jobs, err := b.svc.Jobs(ctx, "", 10)
-					require.NoError(t, err)
-					for _, j := range jobs {
-						if j.State != "completed" {
-							return false
-						}
-					}
-					return true
-				}, 20*time.Second, 10*time.Millisecond)
+				require.Eventually(t, func() bool { return b.svc.Running() == 0 }, 20*time.Second, 10*time.Millisecond, "the run ends")
 				require.Equal(t, []error{nil}, bus.cancels(), "cancelled once, while claimed")
 				require.Zero(t, calls.Load(), "the cancelled run never reached the provider")
 			})
 		})
+	}
+}
+
+// wake is the bus between an API node and a worker: what the one queues,
+// the other hears of.
+type wake struct{ worker *activation.Service }
+
+func (w wake) Broadcast(topic, userID string) {
+	if topic == activation.QueuedTopic {
+		w.worker.QueuedElsewhere(userID)
 	}
 }
 

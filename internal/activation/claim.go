@@ -101,31 +101,8 @@ func (s *Service) claimBatch(ctx context.Context, batch []*claimReq) {
 		if claimed, err = tx.ActivationClaimMany(ctx, ids, s.opts.WorkerID, s.now()); err != nil || len(claimed) == 0 {
 			return err
 		}
-		var agentIDs []string
-		seen := map[string]bool{}
-		byUser := map[string][]*events.Event{}
-		var users []string
-		for _, a := range claimed {
-			if !seen[a.AgentID] {
-				seen[a.AgentID] = true
-				agentIDs = append(agentIDs, a.AgentID)
-			}
-			ev := s.event(events.ActivationStarted, a)
-			if byUser[a.UserID] == nil {
-				users = append(users, a.UserID)
-			}
-			byUser[a.UserID] = append(byUser[a.UserID], &ev)
-		}
-		if agents, err = tx.AgentGetMany(ctx, agentIDs); err != nil {
-			return err
-		}
-		// One user's events in one statement (they must be one user's).
-		for _, u := range users {
-			if err := s.Events.Record(ctx, tx, byUser[u]...); err != nil {
-				return err
-			}
-		}
-		return nil
+		agents, err = s.startedTx(ctx, tx, claimed)
+		return err
 	})
 	byID := make(map[string]*store.Activation, len(claimed))
 	for _, a := range claimed {
@@ -140,4 +117,38 @@ func (s *Service) claimBatch(ctx context.Context, batch []*claimReq) {
 			r.a, r.agent = a, agents[a.AgentID]
 		}
 	}
+}
+
+// startedTx records in tx the started events of activations claimed by
+// this worker, one statement per user, and reads their agents.
+func (s *Service) startedTx(ctx context.Context, tx *store.Store, claimed []*store.Activation) (map[string]*store.Agent, error) {
+	if len(claimed) == 0 {
+		return nil, nil
+	}
+	var agentIDs []string
+	seen := map[string]bool{}
+	byUser := map[string][]*events.Event{}
+	var users []string
+	for _, a := range claimed {
+		if !seen[a.AgentID] {
+			seen[a.AgentID] = true
+			agentIDs = append(agentIDs, a.AgentID)
+		}
+		ev := s.event(events.ActivationStarted, a)
+		if byUser[a.UserID] == nil {
+			users = append(users, a.UserID)
+		}
+		byUser[a.UserID] = append(byUser[a.UserID], &ev)
+	}
+	agents, err := tx.AgentGetMany(ctx, agentIDs)
+	if err != nil {
+		return nil, err
+	}
+	// One user's events in one statement (they must be one user's).
+	for _, u := range users {
+		if err := s.Events.Record(ctx, tx, byUser[u]...); err != nil {
+			return nil, err
+		}
+	}
+	return agents, nil
 }

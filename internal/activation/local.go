@@ -11,18 +11,16 @@ import (
 	"github.com/agentplatform/agentplatform/internal/telemetry"
 )
 
-// The local fast path. A transactional insert does not wake River's
-// producer without LISTEN/NOTIFY, so a queued job waits for the next poll;
-// and River's fetch, our claim and River's completion are three more write
-// transactions per activation. When the process that creates an activation
-// is a worker with room for it, the creating transaction also claims it for
+// The local fast path. When the process that creates an activation is a
+// worker with room for it, the creating transaction also claims it for
 // this process (queued, then running at once: both events are written), and
-// the process runs it as soon as one of its AP_MAX_INFLIGHT slots is free.
-// Such a run has no River job: the activation row, running under this
-// worker's id, is what stands for it. A stopping process hands its runs
-// back with a job that is due now (handBack); when the process dies, any
-// worker's reaper (a restarted one included) re-queues them with a fresh
-// job once its heartbeat is DeadAfter old; and a run this live process
+// the process runs it as soon as one of its AP_MAX_INFLIGHT slots is free;
+// one it has no room for stays queued for a dispatcher (dispatch.go), which
+// runs what it claims the same way. Such a run has no River job: the
+// activation row, running under this worker's id, is what stands for it. A
+// stopping process hands its runs back to the queue (handBack); when the
+// process dies, any worker's reaper (a restarted one included) re-queues
+// them once its heartbeat is DeadAfter old; and a run this live process
 // lost track of (a bug) comes back through its own sweep (strays).
 type local struct {
 	// claims bounds the activations this process has claimed and not yet
@@ -44,12 +42,24 @@ type local struct {
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
+
+	// The dispatcher (dispatch.go): wake has it look for queued
+	// activations, quit stops it, dispatched is closed once it has.
+	wake, quit, dispatched chan struct{}
+	// backlog: the dispatcher last stopped for want of room, not of
+	// work, so a run's end wakes it.
+	backlog atomic.Bool
 }
 
 func (s *Service) startLocal() {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := max(1, s.opts.Concurrency)
-	s.local.Store(&local{claims: make(chan struct{}, n), slots: fairshare.Shared(n), ctx: ctx, stop: cancel})
+	l := &local{claims: make(chan struct{}, n), slots: fairshare.Shared(n), ctx: ctx, stop: cancel,
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), dispatched: make(chan struct{})}
+	s.local.Store(l)
+	// A restarted worker takes what was queued meanwhile at once.
+	l.poke()
+	go s.dispatch(l)
 }
 
 // stopLocal lets local runs finish until ctx ends, then stops them (they
@@ -59,6 +69,9 @@ func (s *Service) stopLocal(ctx context.Context) {
 	if l == nil {
 		return
 	}
+	// Nothing more is claimed while the runs drain.
+	close(l.quit)
+	<-l.dispatched
 	done := make(chan struct{})
 	go func() { l.wg.Wait(); close(done) }()
 	select {
@@ -100,15 +113,11 @@ func (s *Service) waitSlot(ctx context.Context, owner string) (release func(), e
 	return sync.OnceFunc(func() { l.slots.Release(owner) }), nil
 }
 
-// trackLocal tracks the local run of activation id (see track), before
-// the creating transaction claims it. The run outlives the request that
-// created it (ctx), but continues its trace, when there is one.
+// trackLocal tracks the local run of activation id (see track). The run
+// outlives the request that created it (ctx), but continues its trace,
+// when there is one.
 func (s *Service) trackLocal(ctx context.Context, id string) *tracked {
-	r := s.track(telemetry.Continue(s.local.Load().ctx, ctx), id)
-	if r != nil {
-		r.local = true
-	}
-	return r
+	return s.track(telemetry.Continue(s.local.Load().ctx, ctx), id)
 }
 
 // runLocal runs an activation the creating transaction claimed for this
@@ -118,7 +127,12 @@ func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, 
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
-		defer release()
+		defer func() {
+			release()
+			if l.backlog.Load() {
+				l.poke()
+			}
+		}()
 		slot := func(ctx context.Context) (func(), error) {
 			free, err := s.waitSlot(ctx, a.UserID)
 			if err != nil {

@@ -330,7 +330,7 @@ func (s *Service) runDeadWorkerHooks(ctx context.Context, workerID string) (int,
 // back once the process stops heartbeating.
 func (s *Service) WorkerID() string { return s.opts.WorkerID }
 
-// recoverWorker re-queues (with a fresh job) or, past MaxAttempts, fails
+// recoverWorker re-queues or, past MaxAttempts, fails
 // each activation a dead worker was running.
 func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, error) {
 	ids, err := s.Store.ActivationsRunningOn(ctx, workerID)
@@ -340,7 +340,7 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 	return len(ids), s.requeue(ctx, workerID, ids)
 }
 
-// requeue re-queues (with a fresh job) or, past MaxAttempts, fails each of
+// requeue re-queues or, past MaxAttempts, fails each of
 // activations ids that still runs under workerID.
 func (s *Service) requeue(ctx context.Context, workerID string, ids []string) error {
 	for _, id := range ids {
@@ -357,14 +357,12 @@ func (s *Service) requeue(ctx context.Context, workerID string, ids []string) er
 				}
 				return s.endedTx(ctx, tx, ended, nil)
 			}
-			if ok, err := tx.ActivationRequeue(ctx, id); err != nil || !ok {
-				return err
+			ok, err := tx.ActivationRequeue(ctx, id)
+			if ok {
+				// Queued again: a worker's dispatcher takes it.
+				tx.AfterCommit(s.queued)
 			}
-			// A job behind it (a dead worker's is stuck "running" in River
-			// until its rescuer retries it, and the retry's claim is a
-			// no-op; a fast-path run has none): a fresh job brings the
-			// activation back now.
-			return s.enqueue(ctx, tx, a)
+			return err
 		})
 		if err != nil {
 			return err

@@ -184,7 +184,7 @@ func TestDeadWorkersActivationsComeBack(t *testing.T) {
 // attempted by the dead worker. River's own rescuer leaves the job alone
 // (the activation worker has no River timeout); a live worker's reaper
 // hands it back and the activation completes. A job a live process
-// fetched is left running.
+// fetched is left running (its activation, queued, a dispatcher runs).
 func TestDeadWorkersFetchedJobsComeBack(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
@@ -203,9 +203,13 @@ func TestDeadWorkersFetchedJobsComeBack(t *testing.T) {
 
 		a := awaitEnd(t, b.store, stranded)
 		require.Equal(t, store.StatusCompleted, a.Status)
-		h, err := b.store.ActivationGet(ctx, held)
-		require.NoError(t, err)
-		require.Equal(t, store.StatusQueued, h.Status, "a live worker's job is its own")
+		require.Equal(t, store.StatusCompleted, awaitEnd(t, b.store, held).Status)
+		// The dead worker's job handed back, and done; the live one's left.
+		require.Eventually(t, func() bool {
+			jobs, err := b.svc.Jobs(ctx, "running", 10)
+			require.NoError(t, err)
+			return len(jobs) == 1 && jobs[0].ActivationID == held
+		}, 10*time.Second, 10*time.Millisecond, "a live worker's job is its own")
 	})
 }
 
@@ -243,12 +247,13 @@ func TestLostLocalRunsComeBack(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { r.Stop(context.Background()) })
 
+		// Created running here, as the fast path does: queued, a
+		// dispatcher could take it first.
+		now := store.Now()
 		lost := &store.Activation{ID: uuid.NewString(), UserID: b.caller.UserID, AppID: b.agent.AppID, AgentID: b.agent.ID,
-			Status: store.StatusQueued, InputData: json.RawMessage(`{"prompt":"hi"}`), Priority: 2, CreatedAt: store.Now()}
+			Status: store.StatusRunning, InputData: json.RawMessage(`{"prompt":"hi"}`), Priority: 2, CreatedAt: now,
+			StartedAt: &now, WorkerID: b.svc.WorkerID(), Attempt: 1}
 		require.NoError(t, b.store.ActivationCreate(ctx, lost))
-		_, ok, err := b.store.ActivationClaim(ctx, lost.ID, b.svc.WorkerID(), store.Now())
-		require.NoError(t, err)
-		require.True(t, ok)
 
 		a := awaitEnd(t, b.store, lost.ID)
 		require.Equal(t, store.StatusCompleted, a.Status)

@@ -55,6 +55,11 @@ type EventBus interface {
 	Subscribe(userID string, f events.Filter, buffer int) *events.Subscription
 }
 
+// Nodes reaches the other nodes of the cluster (events.Bus).
+type Nodes interface {
+	Broadcast(topic, userID string)
+}
+
 // Webhooks queues the delivery of an ended activation's event in the
 // transaction that records the end, and checks webhook URLs when they are
 // given (webhook.Service).
@@ -72,12 +77,16 @@ type DeadWorkerHook func(ctx context.Context, workerID string) (int, error)
 
 // Deps are what the service is built on. Webhooks may be nil.
 type Deps struct {
-	Store    *store.Store
-	Auth     *auth.Service
-	Queue    *queue.Queue
-	Log      *slog.Logger
-	Agents   Agents
-	Events   EventBus
+	Store  *store.Store
+	Auth   *auth.Service
+	Queue  *queue.Queue
+	Log    *slog.Logger
+	Agents Agents
+	Events EventBus
+	// Nodes tells the other nodes that activations were queued (the
+	// event bus's Broadcast; they hand it to QueuedElsewhere); nil on a
+	// database one process serves.
+	Nodes    Nodes
 	Webhooks Webhooks
 	// Executors run the agents, by runtime; an agent whose runtime has
 	// none can be activated, and its activations fail.
@@ -254,12 +263,6 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		if err := tx.ActivationCreate(ctx, &claimed); err != nil {
 			return err
 		}
-		// One claimed here runs here and needs no job (local.go).
-		if release == nil {
-			if err := s.enqueue(ctx, tx, a); err != nil {
-				return err
-			}
-		}
 		ptrs := make([]*events.Event, len(evs))
 		for i := range evs {
 			ptrs[i] = &evs[i]
@@ -284,6 +287,9 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 	}
 	if release != nil {
 		s.runLocal(run, &claimed, agent, release)
+	} else {
+		// Left queued, with no job: a worker's dispatcher takes it.
+		s.queued()
 	}
 	return a, false, nil
 }
@@ -331,13 +337,7 @@ func (s *Service) replay(ctx context.Context, userID, key, hash string) (*store.
 	return prior, true, nil
 }
 
-// enqueue inserts the activation's job in tx: it commits with the row.
-func (s *Service) enqueue(ctx context.Context, tx *store.Store, a *store.Activation) error {
-	_, err := s.Queue.InsertTx(ctx, tx, Args{ActivationID: a.ID, UserID: a.UserID}, jobOpts(a.Priority))
-	return err
-}
-
-// jobOpts places an activation's job on the activations queue.
+// jobOpts places a resumed activation's job on the activations queue.
 func jobOpts(priority int) *river.InsertOpts {
 	return &river.InsertOpts{Queue: queue.Activations, Priority: priority, MaxAttempts: 10}
 }
@@ -555,6 +555,9 @@ func (s *Service) SetPaused(ctx context.Context, paused bool) error {
 		l.pauseGen++
 		l.paused.Store(paused)
 		l.pauseMu.Unlock()
+		if !paused {
+			l.poke()
+		}
 	}
 	if paused {
 		return s.Queue.Client().QueuePause(ctx, queue.Activations, nil)

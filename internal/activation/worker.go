@@ -107,9 +107,6 @@ type tracked struct {
 	cancel context.CancelCauseFunc
 	// resumed: the run comes back from a wait, which paused its timeout.
 	resumed bool
-	// local: claimed by the creating transaction (the fast path), so no
-	// River job stands behind it.
-	local bool
 }
 
 // track registers a run of activation id, under ctx, for Cancel on this
@@ -202,7 +199,7 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 		// the job, here or on another worker.
 		hand, cancelHand := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancelHand()
-		if err := s.handBack(hand, a, r.local); err != nil {
+		if err := s.handBack(hand, a); err != nil {
 			s.Log.Error("hand back activation", "activation_id", a.ID, "err", err)
 		}
 		return errShutdown
@@ -356,16 +353,16 @@ func (s *Service) endedTx(ctx context.Context, tx *store.Store, a *store.Activat
 }
 
 // handBack returns a running activation to the queue when this process
-// stops before it ends: River runs it again, here after a restart or on
-// another worker. A River run's job is retried by River; a local run
-// (the fast path) has none, and gets one that is due now.
-func (s *Service) handBack(ctx context.Context, a *store.Activation, local bool) error {
+// stops before it ends: a worker's dispatcher runs it again, here after a
+// restart or on another node. A River run (a resumed one) has its job
+// retried by River as well, whose claim then finds it taken.
+func (s *Service) handBack(ctx context.Context, a *store.Activation) error {
 	return s.Store.InTx(ctx, func(tx *store.Store) error {
 		ok, err := tx.ActivationRequeue(ctx, a.ID)
-		if err != nil || !ok || !local {
-			return err
+		if ok {
+			tx.AfterCommit(s.queued)
 		}
-		return s.enqueue(ctx, tx, a)
+		return err
 	})
 }
 

@@ -134,8 +134,9 @@ func TestTransientProviderErrorsAreRetriedThenFail(t *testing.T) {
 
 // An activation created while its process has a free worker is claimed by
 // the creating transaction (activation/local.go); one created while every
-// worker is busy waits, queued, for River. A claimed activation that waits
-// for a worker can be cancelled and never reaches the provider.
+// worker is busy waits, queued, for the dispatcher (activation/dispatch.go),
+// which runs it as soon as a worker frees. One cancelled while it waits
+// never reaches the provider.
 func TestClaimAtCreateAndItsLimits(t *testing.T) {
 	t.Parallel()
 	fake := llmtest.NewOpenAI(t)
@@ -155,18 +156,18 @@ func TestClaimAtCreateAndItsLimits(t *testing.T) {
 	b := activate("b") // the one worker is free: claimed, running
 	fake.WaitCalls(t, 1)
 	require.Equal(t, "running", status(b))
-	a := activate("a") // the worker is busy: left to River, queued
+	a := activate("a") // the worker is busy: queued
 	require.Equal(t, "queued", status(a))
 
 	second := fake.Block()
 	defer second()
-	first() // b completes; River's job for a takes the worker and blocks
+	first() // b completes; the dispatcher gives a the worker, and a blocks
 	require.Equal(t, "completed", e.await(token, b).str("status"))
 	fake.WaitCalls(t, 2)
 	require.Equal(t, "running", status(a))
 
-	c := activate("c") // claimed, waiting for the worker a holds
-	require.Equal(t, "running", status(c))
+	c := activate("c") // queued, waiting for the worker a holds
+	require.Equal(t, "queued", status(c))
 	r := e.do("POST", "/api/v1/activations/"+c+"/cancel", nil, bearer(token)).expect(t, 200)
 	require.Equal(t, "Activation cancelled", r.str("error"))
 

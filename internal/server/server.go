@@ -258,9 +258,11 @@ func (s *Server) build(ctx context.Context) error {
 	// goes (the rows would go with it anyway).
 	s.Authenticators.OnDelete = s.Credentials.RevokeAll
 	s.Activations = activation.New(activation.Deps{
-		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Webhooks: s.Webhooks, Metrics: s.Metrics,
+		Store: s.Store, Auth: s.Auth, Queue: s.Queue, Log: s.Log, Events: s.Events, Nodes: s.Events, Webhooks: s.Webhooks, Metrics: s.Metrics,
 		Agents: s.Apps, Executors: s.Executors, Budgets: s.Usage,
 	}, activation.Options{WorkerID: workerID, Concurrency: s.Config.MaxInflight, HeartbeatEvery: s.opts.HeartbeatEvery, DeadAfter: s.opts.DeadAfter})
+	// An activation queued on one node wakes the workers of all.
+	s.Events.Handle(activation.QueuedTopic, s.Activations.QueuedElsewhere)
 	// An LLM agent's tools run functions, other agents (child activations),
 	// HTTP calls and remote MCP servers' tools through the egress guard.
 	llmExec.Tools = &tool.Kit{Store: s.Store, Functions: s.Functions, Agents: s.Activations,

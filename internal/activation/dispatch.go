@@ -1,0 +1,210 @@
+package activation
+
+import (
+	"context"
+	"time"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+)
+
+// The dispatcher. An activation its creating transaction did not claim
+// (the creating process works no jobs, as an API node, or has no room) is
+// left queued with no queue job behind it: every worker process takes
+// queued activations straight from the table, as many as it has room for,
+// in one transaction a batch (the claims, their started events, their
+// agents), and runs them as it runs its own (local.go). A River job per
+// run cost an API node an insert and a worker River's fetch, its executor
+// and its completion: on PostgreSQL with an API node and two workers, more
+// than the run itself.
+//
+// A worker looks when told something was queued (at once by its own
+// process, by another node through the event bus's NOTIFY, which sends a
+// batch of them in one statement), when one of its runs ends while it had
+// no room for more, and every dispatchPoll, which also covers a
+// notification lost while the bus's listener reconnected (it then tells
+// every handler anyway).
+//
+// What a node claims it runs: the claim bounds (takeClaim, fairshare.Pool
+// Room) keep it from taking more than it has slots for, so a second
+// worker gets the rest. Users take turns within a batch
+// (store.ActivationClaimQueued), and users who hold their share of this
+// node come after the others.
+
+// QueuedTopic is the bus's signal to other nodes that activations were
+// queued.
+const QueuedTopic = "activation.queued"
+
+const (
+	// dispatchPoll is how often an idle worker looks for queued
+	// activations it was not told about.
+	dispatchPoll = time.Second
+	// maxDispatch bounds one claim (and its statement's parameters).
+	maxDispatch = 256
+	// maxCrowded bounds the users a claim passes over.
+	maxCrowded = 64
+)
+
+// queued tells the workers that an activation was queued: this process's
+// dispatcher at once, the other nodes' through the bus (PostgreSQL).
+func (s *Service) queued() {
+	if l := s.local.Load(); l != nil {
+		l.poke()
+	}
+	if s.Nodes != nil {
+		s.Nodes.Broadcast(QueuedTopic, "")
+	}
+}
+
+// QueuedElsewhere is the bus's handler of QueuedTopic: another node
+// queued activations.
+func (s *Service) QueuedElsewhere(string) {
+	if l := s.local.Load(); l != nil {
+		l.poke()
+	}
+}
+
+// poke wakes the dispatcher, without waiting: one pending wake is enough.
+func (l *local) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch claims and starts queued activations whenever it is woken,
+// until l's dispatcher is stopped.
+func (s *Service) dispatch(l *local) {
+	defer close(l.dispatched)
+	t := time.NewTicker(dispatchPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.quit:
+			return
+		case <-l.wake:
+		case <-t.C:
+		}
+		for s.dispatchOnce(l) {
+			select {
+			case <-l.quit:
+				return
+			default:
+			}
+		}
+	}
+}
+
+// dispatchOnce claims and starts the queued activations this process has
+// room for; true means it filled its room, so that more may be waiting.
+func (s *Service) dispatchOnce(l *local) bool {
+	if l.paused.Load() {
+		return false
+	}
+	free, lend, crowded := l.slots.Room(maxCrowded)
+	n := min(free, cap(l.claims)-len(l.claims), maxDispatch)
+	lend = min(lend, maxDispatch)
+	if n+lend <= 0 {
+		// A run's end wakes the dispatcher again (runLocal).
+		l.backlog.Store(true)
+		return false
+	}
+	ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
+	defer cancel()
+	runs, err := s.claimQueued(ctx, n, lend, crowded)
+	if err != nil {
+		s.Log.Warn("claim queued activations", "err", err)
+	}
+	for _, c := range runs {
+		s.runLocal(c.r, c.a, c.agent, c.release)
+	}
+	full := err == nil && len(runs) == n+lend
+	l.backlog.Store(full)
+	return full
+}
+
+// claimedRun is a queued activation the dispatcher claims: tracked as r,
+// holding a claim (release frees it), with its agent once claimed.
+type claimedRun struct {
+	r       *tracked
+	release func()
+	a       *store.Activation
+	agent   *store.Agent
+}
+
+// claimQueued claims, in one transaction with their started events, up
+// to n queued activations, other users' before the crowded ones', then up
+// to lend more of users not crowded (the pool lends them slots past its
+// size). Each run takes its claim and is tracked before the commit that
+// claims its activation (track): nothing is reserved for work that is not
+// there, which would send a creating request's activation to the queue.
+func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string) ([]*claimedRun, error) {
+	l := s.local.Load()
+	runs := map[string]*claimedRun{}
+	var claimed []*store.Activation
+	var agents map[string]*store.Agent
+	err := s.Store.InTx(ctx, func(tx *store.Store) error {
+		claimed = claimed[:0]
+		now := s.now()
+		take := func(k int, skip []string, lent bool) error {
+			if k <= 0 {
+				return nil
+			}
+			ids, err := tx.ActivationsQueuedNext(ctx, k, skip)
+			if err != nil {
+				return err
+			}
+			var ready []string
+			for _, id := range ids {
+				if runs[id] != nil {
+					ready = append(ready, id) // an attempt InTx retried
+					continue
+				}
+				release := func() {}
+				if !lent {
+					if release = s.takeClaim(); release == nil {
+						break
+					}
+				}
+				r := s.track(l.ctx, id)
+				if r == nil {
+					release()
+					continue
+				}
+				runs[id] = &claimedRun{r: r, release: release}
+				ready = append(ready, id)
+			}
+			got, err := tx.ActivationClaimMany(ctx, ready, s.opts.WorkerID, now)
+			claimed = append(claimed, got...)
+			return err
+		}
+		if err := take(n, crowded, false); err != nil {
+			return err
+		}
+		if len(crowded) > 0 {
+			if err := take(n-len(claimed), nil, false); err != nil {
+				return err
+			}
+		}
+		if err := take(lend, crowded, true); err != nil {
+			return err
+		}
+		var err error
+		agents, err = s.startedTx(ctx, tx, claimed)
+		return err
+	})
+	if err != nil {
+		claimed = nil
+	}
+	out := make([]*claimedRun, len(claimed))
+	for i, a := range claimed {
+		c := runs[a.ID]
+		c.a, c.agent = a, agents[a.AgentID]
+		out[i] = c
+		delete(runs, a.ID)
+	}
+	for _, c := range runs {
+		s.untrack(c.r)
+		c.release()
+	}
+	return out, err
+}

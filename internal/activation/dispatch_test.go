@@ -1,0 +1,90 @@
+package activation_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/activation"
+	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/queue"
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+// workers is the bus of a cluster in one process: what an API node
+// queues, every worker hears of.
+type workers []*activation.Service
+
+func (ws workers) Broadcast(topic, userID string) {
+	for _, w := range ws {
+		if topic == activation.QueuedTopic {
+			w.QueuedElsewhere(userID)
+		}
+	}
+}
+
+// TestDispatchersShareTheQueue: an API node (no worker) leaves what it
+// creates queued, with no queue job; two workers' dispatchers take it from
+// the table at the same time, and every activation runs once, on one of
+// them, at its first attempt.
+func TestDispatchersShareTheQueue(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, d, true, activation.Options{Concurrency: 4, WorkerID: "w1"})
+		q := queue.New(b.store, testdb.Logger(), queue.Options{})
+		second := activation.New(activation.Deps{Store: b.store, Queue: q,
+			Log: testdb.Logger(), Agents: ownAgents{b.store}, Events: noEvents{}, Executors: llmOnly(b.store, echo{})},
+			activation.Options{Concurrency: 4, WorkerID: "w2"})
+		require.NoError(t, q.Start(ctx)) // its River client: no worker
+		for _, w := range []*activation.Service{b.svc, second} {
+			r, err := w.StartRecovery(ctx)
+			require.NoError(t, err)
+			t.Cleanup(func() { r.Stop(context.Background()) })
+		}
+		api := activation.New(activation.Deps{Store: b.store, Queue: queue.New(b.store, testdb.Logger(), queue.Options{}),
+			Log: testdb.Logger(), Agents: ownAgents{b.store}, Events: noEvents{}, Nodes: workers{b.svc, second},
+			Executors: llmOnly(b.store, echo{})}, activation.Options{WorkerID: "api"})
+
+		// Three users, each with an agent, their runs interleaved.
+		callers := []*auth.Caller{b.caller}
+		agents := []*store.Agent{b.agent}
+		for i := range 2 {
+			now := store.Now()
+			u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@x.io", PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
+			require.NoError(t, b.store.UserCreate(ctx, u, false))
+			app := &store.App{ID: uuid.NewString(), UserID: u.ID, Name: "A", Slug: fmt.Sprint("a", i), Version: "1.0.0", Status: "active", CreatedAt: now, UpdatedAt: now}
+			require.NoError(t, b.store.AppCreate(ctx, app))
+			ag := *b.agent
+			ag.ID, ag.AppID, ag.UserID = uuid.NewString(), app.ID, u.ID
+			require.NoError(t, b.store.AgentCreate(ctx, &ag))
+			callers, agents = append(callers, &auth.Caller{UserID: u.ID, Kind: auth.KindSession}), append(agents, &ag)
+		}
+		var ids []string
+		for i := range 60 {
+			a, _, err := api.Create(ctx, callers[i%3], activation.Request{AgentID: agents[i%3].ID, InputData: json.RawMessage(`{"prompt":"hi"}`)})
+			require.NoError(t, err)
+			require.Equal(t, store.StatusQueued, a.Status)
+			ids = append(ids, a.ID)
+		}
+		ran := map[string]int{}
+		for _, id := range ids {
+			a := awaitEnd(t, b.store, id)
+			require.Equal(t, store.StatusCompleted, a.Status)
+			require.Equal(t, 1, a.Attempt, "claimed once")
+			ran[a.WorkerID]++
+		}
+		require.Equal(t, 60, ran["w1"]+ran["w2"], "run by the workers: %v", ran)
+		t.Logf("runs per worker: %v", ran)
+		jobs, err := b.svc.Jobs(ctx, "", 100)
+		require.NoError(t, err)
+		for _, j := range jobs {
+			require.NotEqual(t, "activation", j.Kind, "no queue job per run")
+		}
+	})
+}
