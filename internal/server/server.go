@@ -190,35 +190,22 @@ func (s *Server) build(ctx context.Context) error {
 		return fmt.Errorf("seed system agents: %w", err)
 	}
 	// A transactional insert does not wake River's producer without
-	// LISTEN/NOTIFY, so new jobs are found by polling. With PostgreSQL, API
-	// nodes (serve --no-worker) leave every activation to the worker nodes'
-	// River: poll often. With SQLite, the one process runs activations
-	// itself whenever a worker is free (activation/local.go) and River gets
-	// only the overflow, which it fetches as soon as it has room anyway;
-	// each poll is a write transaction, and at 20 ms the two queues' polls
-	// were 5% of a core on an idle server. The cooldown batches fetches
-	// under load.
-	// Deliveries, refreshes and the housekeeping poll at 200 ms wherever
-	// they run: each queue polls on its own, and their jobs can wait.
-	//
-	// On PostgreSQL a worker node fetches at most every 25 ms: under load
-	// its fetches come from its runs' ends, each one a fetch after the
-	// cooldown, and each fetch's jobs are claimed in one transaction
-	// (activation/claim.go). At 10 ms (scale.sh -w 2, 1,000 runs) they
-	// were 1.5 fetches and 0.4 of River's insert notifications per run
-	// (the API node's, which the cooldown also spaces and no poll-only
-	// worker hears); at 25 ms 1.0 and 0.2, the platform's CPU per run
-	// 6.5 -> 5.0 ms and PostgreSQL's 6.3 -> 5.1 ms. An idle worker
-	// finds a new job within 25 ms.
-	poll, background, cooldown := 25*time.Millisecond, 200*time.Millisecond, 25*time.Millisecond
+	// LISTEN/NOTIFY, so new jobs are found by polling, and each poll is a
+	// write transaction. New activations are no River jobs: workers take
+	// them from the table (activation/dispatch.go); the activations queue
+	// holds only runs resumed by an answer, which can wait 200 ms, as can
+	// deliveries, refreshes and the housekeeping. At 25 ms the activations
+	// queue alone was 40 polls a second on each worker node. The cooldown
+	// batches fetches under load.
+	poll, cooldown := 200*time.Millisecond, 25*time.Millisecond
 	if !s.Store.MultiNode() {
-		poll, cooldown = background, 10*time.Millisecond
+		cooldown = 10 * time.Millisecond
 	}
 	// One name for this process in the workers table and in River's
 	// attempted_by: the reaper hands back a dead worker's River jobs too.
 	workerID := uuid.Must(uuid.NewV7()).String()
 	s.Queue = queue.New(s.Store, s.Log, queue.Options{RunWorkers: !s.Config.NoWorker, Workers: s.Config.MaxInflight,
-		FetchPollInterval: poll, BackgroundPollInterval: background, FetchCooldown: cooldown, ClientID: workerID,
+		FetchPollInterval: poll, BackgroundPollInterval: poll, FetchCooldown: cooldown, ClientID: workerID,
 		Middleware: telemetry.JobMiddleware()})
 	s.Queue.AddMaintenance(s.Auth)
 	s.Events = events.New(s.Store, s.Log)
