@@ -38,6 +38,12 @@ const (
 	// dispatchPoll is how often an idle worker looks for queued
 	// activations it was not told about.
 	dispatchPoll = time.Second
+	// dispatchCooldown is the least time between two claims of a
+	// worker: under load, every activation queued on an API node wakes
+	// every worker, and a claim per wake would be a transaction per run;
+	// a worker that claimed a moment ago waits for the rest of it, and
+	// claims what was queued meanwhile at once.
+	dispatchCooldown = 10 * time.Millisecond
 	// maxDispatch bounds one claim (and its statement's parameters).
 	maxDispatch = 256
 	// maxCrowded bounds the users a claim passes over.
@@ -77,6 +83,7 @@ func (s *Service) dispatch(l *local) {
 	defer close(l.dispatched)
 	t := time.NewTicker(dispatchPoll)
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-l.quit:
@@ -84,7 +91,21 @@ func (s *Service) dispatch(l *local) {
 		case <-l.wake:
 		case <-t.C:
 		}
-		for s.dispatchOnce(l) {
+		if wait := dispatchCooldown - time.Since(last); wait > 0 {
+			cool := time.NewTimer(wait)
+			select {
+			case <-l.quit:
+				cool.Stop()
+				return
+			case <-cool.C:
+			}
+		}
+		for {
+			full := s.dispatchOnce(l)
+			last = time.Now()
+			if !full {
+				break
+			}
 			select {
 			case <-l.quit:
 				return
