@@ -144,6 +144,11 @@ func (b *Bus) Append(ctx context.Context, tx *store.Store, evs ...*Event) error 
 	if tx == nil {
 		tx = b.store
 	}
+	return b.appendWith(evs, func(rows []*store.EventRow) error { return tx.EventAppend(ctx, rows...) })
+}
+
+// appendWith has write store evs' rows, and gives evs their seqs.
+func (b *Bus) appendWith(evs []*Event, write func([]*store.EventRow) error) error {
 	rows := make([]*store.EventRow, len(evs))
 	for i, ev := range evs {
 		if ev.UserID == "" {
@@ -159,7 +164,7 @@ func (b *Bus) Append(ctx context.Context, tx *store.Store, evs ...*Event) error 
 		rows[i] = &store.EventRow{UserID: ev.UserID, Type: ev.Type, ActivationID: ev.ActivationID,
 			AppID: ev.ContextString("app_id"), ChatID: ev.ContextString("chat_id"), Payload: payload, CreatedAt: ev.Timestamp}
 	}
-	if err := tx.EventAppend(ctx, rows...); err != nil {
+	if err := write(rows); err != nil {
 		return fmt.Errorf("events: append: %w", err)
 	}
 	for i, ev := range evs {
@@ -175,7 +180,15 @@ func (b *Bus) Record(ctx context.Context, tx *store.Store, evs ...*Event) error 
 	if tx == nil {
 		tx = b.store
 	}
-	if err := b.Append(ctx, tx, evs...); err != nil {
+	return b.RecordWith(tx, func(rows []*store.EventRow) error { return tx.EventAppend(ctx, rows...) }, evs...)
+}
+
+// RecordWith is Record for events that write stores along with what they
+// are about, in tx (or on their own: tx is the store outside a
+// transaction), as store.ActivationCreateRecorded does: write gets their
+// rows and stores them. They are published once that has committed.
+func (b *Bus) RecordWith(tx *store.Store, write func([]*store.EventRow) error, evs ...*Event) error {
+	if err := b.appendWith(evs, write); err != nil {
 		return err
 	}
 	out := make([]Event, len(evs))

@@ -62,8 +62,9 @@ func (postgresDialect) jsonValue(v any, compare string) any { return v }
 // not commit order: eventHorizon is what makes a seq final. base
 // (event_seq_base, one row) keeps seqs above those of the counters they
 // replaced and of a restored dump (migrate.go).
-func (postgresDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRow, first int64) error {
-	args := []any{rows[0].UserID}
+func (postgresDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRow, first int64, lead statement) error {
+	args := append(lead.args[:len(lead.args):len(lead.args)], rows[0].UserID)
+	user := len(args)
 	var values strings.Builder
 	for i, e := range rows {
 		if i > 0 {
@@ -73,12 +74,15 @@ func (postgresDialect) appendEvents(ctx context.Context, s *Store, rows []*Event
 		fmt.Fprintf(&values, "(%d, $%d::text, $%d::uuid, $%d::text, $%d::text, $%d::jsonb, $%d::timestamptz)", first+int64(i), p+1, p+2, p+3, p+4, p+5, p+6)
 		args = append(args, e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
 	}
+	with := "WITH "
+	if lead.sql != "" {
+		with += "lead AS (" + lead.sql + "), "
+	}
 	var prefix int64
-	err := s.writer().QueryRowContext(ctx, `
-		WITH x AS (SELECT (pg_current_xact_id()::text::bigint + base) << `+seqBitsSQL+` AS prefix FROM event_seq_base),
+	err := s.writer().QueryRowContext(ctx, with+`x AS (SELECT (pg_current_xact_id()::text::bigint + base) << `+seqBitsSQL+` AS prefix FROM event_seq_base),
 		ins AS (
 			INSERT INTO events (`+eventColumns+`)
-			SELECT $1, x.prefix + v.n, v.type, v.activation_id, v.app_id, v.chat_id, v.payload, v.created_at
+			SELECT $`+strconv.Itoa(user)+`, x.prefix + v.n, v.type, v.activation_id, v.app_id, v.chat_id, v.payload, v.created_at
 			FROM x, (VALUES `+values.String()+`) AS v(n, type, activation_id, app_id, chat_id, payload, created_at))
 		SELECT prefix FROM x`, args...).Scan(&prefix)
 	if err != nil {

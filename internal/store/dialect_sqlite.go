@@ -57,7 +57,12 @@ func (sqliteDialect) jsonValue(v any, compare string) any {
 // data-modifying CTE, and needs none: the one writer runs one transaction
 // at a time, so the counter costs no waiting, and seq order is commit
 // order.
-func (sqliteDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRow, _ int64) error {
+func (sqliteDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRow, _ int64, lead statement) error {
+	if lead.sql != "" {
+		if _, err := s.writer().ExecContext(ctx, lead.sql, lead.args...); err != nil {
+			return err
+		}
+	}
 	var last int64
 	err := s.writer().QueryRowContext(ctx, `
 		INSERT INTO event_counters (user_id, seq) VALUES ($1, $2)

@@ -56,7 +56,7 @@ func (s *Store) EventAppend(ctx context.Context, rows ...*EventRow) error {
 		if first+int64(len(rows)) > 1<<SeqBits {
 			return fmt.Errorf("store: event append: more than %d events in one transaction", 1<<SeqBits)
 		}
-		if err := tx.d.appendEvents(ctx, tx, rows, first); err != nil {
+		if err := tx.d.appendEvents(ctx, tx, rows, first, statement{}); err != nil {
 			return mapErr(err)
 		}
 		*tx.evN += int64(len(rows))

@@ -387,6 +387,12 @@ func (s *Store) strings(ctx context.Context, q string, args ...any) ([]string, e
 	return queryAll(ctx, s.reader(), scanString, q, args...)
 }
 
+// statement is a statement's SQL and its arguments.
+type statement struct {
+	sql  string
+	args []any
+}
+
 // scanString reads a one-column row of text.
 func scanString(row interface{ Scan(...any) error }, v *string) error { return row.Scan(v) }
 
