@@ -42,6 +42,13 @@ func (c *cancelOnEvent) Record(ctx context.Context, tx *store.Store, evs ...*eve
 	return nil
 }
 
+func (c *cancelOnEvent) RecordWith(tx *store.Store, write func([]*store.EventRow) error, evs ...*events.Event) error {
+	if err := write(nil); err != nil {
+		return err
+	}
+	return c.Record(context.Background(), tx, evs...)
+}
+
 func (c *cancelOnEvent) hear(ctx context.Context, evs []events.Event) {
 	for _, ev := range evs {
 		if ev.Type != c.typ {

@@ -68,8 +68,11 @@ func llmOnly(s *store.Store, client llm.Client) executor.Registry {
 type noEvents struct{}
 
 func (noEvents) Record(context.Context, *store.Store, ...*events.Event) error { return nil }
-func (noEvents) PublishDelta(context.Context, string, string, string)         {}
-func (noEvents) EndTokens(string, string)                                     {}
+func (noEvents) RecordWith(_ *store.Store, write func([]*store.EventRow) error, _ ...*events.Event) error {
+	return write(nil)
+}
+func (noEvents) PublishDelta(context.Context, string, string, string) {}
+func (noEvents) EndTokens(string, string)                             {}
 func (noEvents) Subscribe(string, events.Filter, int) *events.Subscription {
 	return nil
 }

@@ -48,6 +48,9 @@ type Agents interface {
 // (events.Bus).
 type EventBus interface {
 	Record(ctx context.Context, tx *store.Store, evs ...*events.Event) error
+	// RecordWith is Record for events that write stores with what they
+	// are about (events.Bus.RecordWith).
+	RecordWith(tx *store.Store, write func([]*store.EventRow) error, evs ...*events.Event) error
 	PublishDelta(ctx context.Context, userID, activationID, text string)
 	// EndTokens says the run's fragments are all published: streams of
 	// the activation stop waiting for more.
@@ -259,16 +262,15 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		claimed.Status, claimed.StartedAt, claimed.WorkerID, claimed.Attempt = store.StatusRunning, &a.CreatedAt, s.opts.WorkerID, 1
 		evs = append(evs, s.event(events.ActivationStarted, &claimed))
 	}
-	err = s.Store.InTx(ctx, func(tx *store.Store) error {
-		if err := tx.ActivationCreate(ctx, &claimed); err != nil {
-			return err
-		}
-		ptrs := make([]*events.Event, len(evs))
-		for i := range evs {
-			ptrs[i] = &evs[i]
-		}
-		return s.Events.Record(ctx, tx, ptrs...)
-	})
+	ptrs := make([]*events.Event, len(evs))
+	for i := range evs {
+		ptrs[i] = &evs[i]
+	}
+	// The row and its events in one transaction; on PostgreSQL one
+	// statement (store.ActivationCreateRecorded).
+	err = s.Events.RecordWith(s.Store, func(rows []*store.EventRow) error {
+		return s.Store.ActivationCreateRecorded(ctx, &claimed, rows...)
+	}, ptrs...)
 	if err != nil && release != nil {
 		s.untrack(run)
 		release()
