@@ -3,14 +3,15 @@ package activation_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/auth"
+	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
@@ -54,16 +55,9 @@ func TestDispatchersShareTheQueue(t *testing.T) {
 		// Three users, each with an agent, their runs interleaved.
 		callers := []*auth.Caller{b.caller}
 		agents := []*store.Agent{b.agent}
-		for i := range 2 {
-			now := store.Now()
-			u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@x.io", PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
-			require.NoError(t, b.store.UserCreate(ctx, u, false))
-			app := &store.App{ID: uuid.NewString(), UserID: u.ID, Name: "A", Slug: fmt.Sprint("a", i), Version: "1.0.0", Status: "active", CreatedAt: now, UpdatedAt: now}
-			require.NoError(t, b.store.AppCreate(ctx, app))
-			ag := *b.agent
-			ag.ID, ag.AppID, ag.UserID = uuid.NewString(), app.ID, u.ID
-			require.NoError(t, b.store.AgentCreate(ctx, &ag))
-			callers, agents = append(callers, &auth.Caller{UserID: u.ID, Kind: auth.KindSession}), append(agents, &ag)
+		for range 2 {
+			c, ag := b.newUser(t)
+			callers, agents = append(callers, c), append(agents, ag)
 		}
 		var ids []string
 		for i := range 60 {
@@ -86,5 +80,68 @@ func TestDispatchersShareTheQueue(t *testing.T) {
 		for _, j := range jobs {
 			require.NotEqual(t, "activation", j.Kind, "no queue job per run")
 		}
+	})
+}
+
+// newUser adds a user with an agent like the bundle's.
+func (b *bundle) newUser(t *testing.T) (*auth.Caller, *store.Agent) {
+	t.Helper()
+	ctx := context.Background()
+	now := store.Now()
+	u := &store.User{ID: uuid.NewString(), Email: uuid.NewString() + "@x.io", PasswordHash: "h", IsActive: true, CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, b.store.UserCreate(ctx, u, false))
+	app := &store.App{ID: uuid.NewString(), UserID: u.ID, Name: "A", Slug: "a" + uuid.NewString()[:8], Version: "1.0.0", Status: "active", CreatedAt: now, UpdatedAt: now}
+	require.NoError(t, b.store.AppCreate(ctx, app))
+	ag := *b.agent
+	ag.ID, ag.AppID, ag.UserID = uuid.NewString(), app.ID, u.ID
+	require.NoError(t, b.store.AgentCreate(ctx, &ag))
+	return &auth.Caller{UserID: u.ID, Kind: auth.KindSession}, &ag
+}
+
+// paced is a provider that takes a moment to answer, as a real one does.
+type paced struct{ d time.Duration }
+
+func (p paced) Complete(ctx context.Context, r llm.Request) (*llm.Response, error) {
+	t := time.NewTimer(p.d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-t.C:
+	}
+	return echo{}.Complete(ctx, r)
+}
+
+// TestDispatchLetsANewcomerIn: one user has hundreds of runs queued ahead
+// of another's one, and every slot of the worker; the other's run does
+// not wait for them: it is claimed in a slot the pool lends, and ends
+// while most of the first user's are still queued.
+func TestDispatchLetsANewcomerIn(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, d, true, activation.Options{Concurrency: 2}, func(deps *activation.Deps) {
+			deps.Executors = llmOnly(deps.Store, paced{20 * time.Millisecond})
+		})
+		r, err := b.svc.StartRecovery(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { r.Stop(context.Background()) })
+		api := activation.New(activation.Deps{Store: b.store, Queue: queue.New(b.store, testdb.Logger(), queue.Options{}),
+			Log: testdb.Logger(), Agents: ownAgents{b.store}, Events: noEvents{}, Nodes: workers{b.svc},
+			Executors: llmOnly(b.store, echo{})}, activation.Options{WorkerID: "api"})
+
+		const heavy = 200
+		for range heavy {
+			_, _, err := api.Create(ctx, b.caller, activation.Request{AgentID: b.agent.ID, InputData: json.RawMessage(`{"prompt":"hi"}`)})
+			require.NoError(t, err)
+		}
+		caller, agent := b.newUser(t)
+		light, _, err := api.Create(ctx, caller, activation.Request{AgentID: agent.ID, InputData: json.RawMessage(`{"prompt":"me too"}`)})
+		require.NoError(t, err)
+		require.Equal(t, store.StatusCompleted, awaitEnd(t, b.store, light.ID).Status)
+		queued, _, err := b.store.ActivationDepth(ctx)
+		require.NoError(t, err)
+		t.Logf("the newcomer's run ended with %d of the other's %d still queued", queued, heavy)
+		require.Greater(t, queued, heavy/2, "the newcomer waited for the backlog")
 	})
 }
