@@ -149,12 +149,12 @@ func (s *Store) ActivationCreateRecorded(ctx context.Context, a *Activation, row
 			return tx.EventAppend(ctx, rows...)
 		})
 	}
-	for _, e := range rows[1:] {
-		if e.UserID != rows[0].UserID {
-			return errors.New("store: activation events of several users")
-		}
+	if err := oneUser(rows); err != nil {
+		return err
 	}
-	return mapErr(s.d.appendEvents(ctx, s, rows, 0, s.activationInsert(a)))
+	insert := s.activationInsert(a)
+	insert.sql = "act AS (" + insert.sql + ")"
+	return mapErr(s.d.appendEvents(ctx, s, rows, 0, insert))
 }
 
 // activationInsert is the statement that inserts a.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -56,13 +57,19 @@ func TestActivationCreateRecorded(t *testing.T) {
 		_, err = s.ActivationGet(ctx, rolled.ID)
 		require.ErrorIs(t, err, store.ErrNotFound)
 
-		stored, err := s.EventListAfter(ctx, u.ID, 0, 10)
-		require.NoError(t, err)
+		// Read once final: on PostgreSQL, another test's transaction still
+		// open holds the horizon back a moment.
 		var seqs []int64
-		for _, e := range stored {
-			require.Equal(t, a.ID, e.ActivationID, "only the stored activation's events")
-			seqs = append(seqs, e.Seq)
-		}
+		require.Eventually(t, func() bool {
+			stored, err := s.EventListAfter(ctx, u.ID, 0, 10)
+			require.NoError(t, err)
+			seqs = seqs[:0]
+			for _, e := range stored {
+				require.Equal(t, a.ID, e.ActivationID, "only the stored activation's events")
+				seqs = append(seqs, e.Seq)
+			}
+			return len(seqs) == 2
+		}, 10*time.Second, 5*time.Millisecond)
 		require.Equal(t, []int64{rows[0].Seq, rows[1].Seq}, seqs)
 	})
 }

@@ -67,9 +67,9 @@ type dialect interface {
 	// appendEvents stores the rows, all of one user, and sets their Seq,
 	// consecutive and in order; first is how many events the transaction
 	// has appended before (PostgreSQL numbers them within the transaction).
-	// lead, if any, is a write that goes first: in the same statement
-	// where the database can (PostgreSQL), so that a write and its events
-	// outside a transaction are one statement and one commit.
+	// lead, if any, are writes that go first in the same statement, as
+	// WITH queries ("name AS (…), …", their parameters first), so that
+	// writes and their events are one round trip: only where writableCTE.
 	appendEvents(ctx context.Context, s *Store, rows []*EventRow, first int64, lead statement) error
 	// eventHorizon is the SQL of a seq below which the events of the user
 	// bound at userParam are final: stored, and none will ever be added

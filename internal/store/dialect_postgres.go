@@ -76,7 +76,7 @@ func (postgresDialect) appendEvents(ctx context.Context, s *Store, rows []*Event
 	}
 	with := "WITH "
 	if lead.sql != "" {
-		with += "lead AS (" + lead.sql + "), "
+		with += lead.sql + ", "
 	}
 	var prefix int64
 	err := s.writer().QueryRowContext(ctx, with+`x AS (SELECT (pg_current_xact_id()::text::bigint + base) << `+seqBitsSQL+` AS prefix FROM event_seq_base),

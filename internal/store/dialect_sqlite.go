@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -59,9 +60,7 @@ func (sqliteDialect) jsonValue(v any, compare string) any {
 // order.
 func (sqliteDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRow, _ int64, lead statement) error {
 	if lead.sql != "" {
-		if _, err := s.writer().ExecContext(ctx, lead.sql, lead.args...); err != nil {
-			return err
-		}
+		return errors.New("store: no writes in a WITH query on SQLite")
 	}
 	var last int64
 	err := s.writer().QueryRowContext(ctx, `

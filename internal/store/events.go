@@ -46,22 +46,34 @@ func (s *Store) EventAppend(ctx context.Context, rows ...*EventRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
+	if err := oneUser(rows); err != nil {
+		return err
+	}
+	return s.InTx(ctx, func(tx *Store) error { return tx.appendEvents(ctx, rows, statement{}) })
+}
+
+// appendEvents is EventAppend in transaction s, with lead's writes
+// first (dialect.appendEvents).
+func (s *Store) appendEvents(ctx context.Context, rows []*EventRow, lead statement) error {
+	first := *s.evN
+	if first+int64(len(rows)) > 1<<SeqBits {
+		return fmt.Errorf("store: event append: more than %d events in one transaction", 1<<SeqBits)
+	}
+	if err := s.d.appendEvents(ctx, s, rows, first, lead); err != nil {
+		return mapErr(err)
+	}
+	*s.evN += int64(len(rows))
+	return nil
+}
+
+// oneUser refuses rows of several users: one append numbers one user's.
+func oneUser(rows []*EventRow) error {
 	for _, e := range rows[1:] {
 		if e.UserID != rows[0].UserID {
 			return errors.New("store: event append: rows of several users")
 		}
 	}
-	return s.InTx(ctx, func(tx *Store) error {
-		first := *tx.evN
-		if first+int64(len(rows)) > 1<<SeqBits {
-			return fmt.Errorf("store: event append: more than %d events in one transaction", 1<<SeqBits)
-		}
-		if err := tx.d.appendEvents(ctx, tx, rows, first, statement{}); err != nil {
-			return mapErr(err)
-		}
-		*tx.evN += int64(len(rows))
-		return nil
-	})
+	return nil
 }
 
 const eventColumns = `user_id, seq, type, activation_id, app_id, chat_id, payload, created_at`

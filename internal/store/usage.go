@@ -46,23 +46,7 @@ const usageShards = 32
 // step that is already in the ledger is ErrConflict.
 func (s *Store) UsageInsert(ctx context.Context, recs ...*UsageRecord) error {
 	for _, r := range recs {
-		var step, cost any
-		if r.StepIndex != nil {
-			step = *r.StepIndex
-		}
-		priced, unpriced := int64(0), 0
-		if r.CostMicroUSD != nil {
-			cost, priced = *r.CostMicroUSD, *r.CostMicroUSD
-		} else {
-			unpriced = 1
-		}
-		shard := 0
-		if s.d.multiNode() {
-			shard = rand.IntN(usageShards)
-		}
-		args := []any{r.ID, r.UserID, nullable(r.AppID), nullable(r.AgentID), nullable(r.ActivationID), step, nullableID(r.APIKeyID), r.Provider, r.Model,
-			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, cost, s.ts(r.CreatedAt),
-			UsageDay(r.CreatedAt), r.AppID, r.AgentID, r.APIKeyID, shard, priced, unpriced}
+		args := s.usageArgs(r)
 		if s.d.writableCTE() {
 			// One statement, one round trip: a run's end is short of them.
 			if _, err := s.writer().ExecContext(ctx, `WITH rec AS (`+usageRecordInsert+`) `+usageDailyUpsert, args...); err != nil {
@@ -78,6 +62,44 @@ func (s *Store) UsageInsert(ctx context.Context, recs ...*UsageRecord) error {
 		}
 	}
 	return nil
+}
+
+// EventAppendWithUsage is EventAppend and UsageInsert in one, in a
+// transaction: on PostgreSQL, with one usage record (a run's end), one
+// statement where it would be two.
+func (s *Store) EventAppendWithUsage(ctx context.Context, rows []*EventRow, recs ...*UsageRecord) error {
+	if len(rows) == 0 || len(recs) != 1 || !s.d.writableCTE() || s.tx == nil {
+		if err := s.EventAppend(ctx, rows...); err != nil {
+			return err
+		}
+		return s.UsageInsert(ctx, recs...)
+	}
+	if err := oneUser(rows); err != nil {
+		return err
+	}
+	return s.appendEvents(ctx, rows, statement{`rec AS (` + usageRecordInsert + `), daily AS (` + usageDailyUpsert + `)`, s.usageArgs(recs[0])})
+}
+
+// usageArgs are the arguments of usageRecordInsert and usageDailyUpsert
+// for r.
+func (s *Store) usageArgs(r *UsageRecord) []any {
+	var step, cost any
+	if r.StepIndex != nil {
+		step = *r.StepIndex
+	}
+	priced, unpriced := int64(0), 0
+	if r.CostMicroUSD != nil {
+		cost, priced = *r.CostMicroUSD, *r.CostMicroUSD
+	} else {
+		unpriced = 1
+	}
+	shard := 0
+	if s.d.multiNode() {
+		shard = rand.IntN(usageShards)
+	}
+	return []any{r.ID, r.UserID, nullable(r.AppID), nullable(r.AgentID), nullable(r.ActivationID), step, nullableID(r.APIKeyID), r.Provider, r.Model,
+		r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, cost, s.ts(r.CreatedAt),
+		UsageDay(r.CreatedAt), r.AppID, r.AgentID, r.APIKeyID, shard, priced, unpriced}
 }
 
 // The two writes of a usage record, numbered as UsageInsert's arguments:

@@ -54,6 +54,42 @@ func TestUsageInsert(t *testing.T) {
 	})
 }
 
+// EventAppendWithUsage stores a run's end event and its one usage record
+// together (one statement on PostgreSQL): the ledger, the day's sums and
+// the event; a usage record already in the ledger fails the whole.
+func TestEventAppendWithUsage(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		act := newRunningActivation(t, s, "w1")
+		day := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+		rec := &store.UsageRecord{ID: uuid.NewString(), UserID: act.UserID, AppID: act.AppID, AgentID: act.AgentID,
+			ActivationID: act.ID, Provider: "openai", Model: "gpt-5-mini", InputTokens: 100, OutputTokens: 20, CreatedAt: day}
+		ended := func() *store.EventRow {
+			return &store.EventRow{UserID: act.UserID, Type: "activation.completed", ActivationID: act.ID, Payload: []byte(`{}`), CreatedAt: store.Now()}
+		}
+		row := ended()
+		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error { return tx.EventAppendWithUsage(ctx, []*store.EventRow{row}, rec) }))
+		require.NotZero(t, row.Seq)
+		sums, _, err := s.UsageDailyTotals(ctx, act.UserID, "2026-11-27")
+		require.NoError(t, err)
+		require.Equal(t, [5]int64{1, 100, 20, 0, 1}, sums)
+
+		again := ended()
+		err = s.InTx(ctx, func(tx *store.Store) error { return tx.EventAppendWithUsage(ctx, []*store.EventRow{again}, rec) })
+		require.ErrorIs(t, err, store.ErrConflict)
+		sums, _, err = s.UsageDailyTotals(ctx, act.UserID, "2026-11-27")
+		require.NoError(t, err)
+		require.Equal(t, [5]int64{1, 100, 20, 0, 1}, sums, "nothing of the failed one")
+		require.Eventually(t, func() bool {
+			evs, err := s.EventListAfter(ctx, act.UserID, 0, 10)
+			require.NoError(t, err)
+			return len(evs) == 1 && evs[0].Seq == row.Seq
+		}, 10*time.Second, 5*time.Millisecond, "the first end's event only")
+	})
+}
+
 // TestUsageCompact: the shards of days over fold into one row each, with
 // the same sums; today's stay as they are, and folding again changes
 // nothing.
