@@ -312,12 +312,7 @@ func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *sto
 		if !ok {
 			return nil // ended already: by a cancel, or by the run this one was handed to
 		}
-		if err := s.endedTx(ctx, tx, ended, agent); err != nil {
-			return err
-		}
-		// Last: the daily sums' row stays locked until the commit, and
-		// every run of the account on every node adds to a few such rows.
-		if err := tx.UsageInsert(ctx, usage...); err != nil {
+		if err := s.endedTx(ctx, tx, ended, agent, usage...); err != nil {
 			return err
 		}
 		s.afterUsage(ctx, tx, usage)
@@ -327,9 +322,9 @@ func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *sto
 
 // endedTx records in tx everything that follows any end of activation a
 // (a run's end, a cancel, a reaped worker's last attempt): the end hooks,
-// its webhook and its event, published after commit with its metrics.
-// agent may be nil.
-func (s *Service) endedTx(ctx context.Context, tx *store.Store, a *store.Activation, agent *store.Agent) error {
+// its webhook and its event, published after commit with its metrics, and
+// usage, the run's LLM calls that no step recorded. agent may be nil.
+func (s *Service) endedTx(ctx context.Context, tx *store.Store, a *store.Activation, agent *store.Agent, usage ...*store.UsageRecord) error {
 	for _, h := range s.EndHooks {
 		if err := h(ctx, tx, a); err != nil {
 			return err
@@ -341,8 +336,13 @@ func (s *Service) endedTx(ctx context.Context, tx *store.Store, a *store.Activat
 	}
 	ev := s.event(typ, a)
 	// Recorded first: that hands out the event's seq, which the webhook
-	// carries as the socket and the stream do.
-	if err := s.Events.Record(ctx, tx, &ev); err != nil {
+	// carries as the socket and the stream do. The usage goes with it, in
+	// one statement on PostgreSQL, and late: the daily sums' row stays
+	// locked until the commit, and every run of the account on every node
+	// adds to a few such rows.
+	if err := s.Events.RecordWith(tx, func(rows []*store.EventRow) error {
+		return tx.EventAppendWithUsage(ctx, rows, usage...)
+	}, &ev); err != nil {
 		return err
 	}
 	if err := s.webhookTx(ctx, tx, a, agent, ev); err != nil {
