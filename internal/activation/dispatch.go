@@ -48,6 +48,12 @@ const (
 	maxDispatch = 256
 	// maxCrowded bounds the users a claim passes over.
 	maxCrowded = 64
+	// othersQuiet is how long a worker that found nobody's work queued
+	// but its crowded users' looks no more for others': passing over one
+	// user's hundred thousand queued rows is a scan of all of them (10 ms
+	// on this machine), which each run's end would otherwise repeat. A
+	// newcomer's run waits that much longer at most.
+	othersQuiet = 250 * time.Millisecond
 )
 
 // queued tells the workers that an activation was queued: this process's
@@ -122,6 +128,9 @@ func (s *Service) dispatchOnce(l *local) bool {
 		return false
 	}
 	free, lend, crowded := l.slots.Room(maxCrowded)
+	if time.Now().Before(l.othersQuiet) {
+		lend, crowded = 0, nil // nobody else's work was queued a moment ago
+	}
 	n := min(free, cap(l.claims)-len(l.claims), maxDispatch)
 	lend = min(lend, maxDispatch)
 	if n+lend <= 0 {
@@ -131,9 +140,12 @@ func (s *Service) dispatchOnce(l *local) bool {
 	}
 	ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
 	defer cancel()
-	runs, err := s.claimQueued(ctx, n, lend, crowded)
+	runs, others, err := s.claimQueued(ctx, n, lend, crowded)
 	if err != nil {
 		s.Log.Warn("claim queued activations", "err", err)
+	}
+	if err == nil && len(crowded) > 0 && others == 0 {
+		l.othersQuiet = time.Now().Add(othersQuiet)
 	}
 	for _, c := range runs {
 		s.runLocal(c.r, c.a, c.agent, c.release)
@@ -158,13 +170,14 @@ type claimedRun struct {
 // size). Each run takes its claim and is tracked before the commit that
 // claims its activation (track): nothing is reserved for work that is not
 // there, which would send a creating request's activation to the queue.
-func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string) ([]*claimedRun, error) {
+// others is how many of them are of users not crowded.
+func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string) (runs []*claimedRun, others int, err error) {
 	l := s.local.Load()
-	runs := map[string]*claimedRun{}
+	held := map[string]*claimedRun{}
 	var claimed []*store.Activation
 	var agents map[string]*store.Agent
-	err := s.Store.InTx(ctx, func(tx *store.Store) error {
-		claimed = claimed[:0]
+	err = s.Store.InTx(ctx, func(tx *store.Store) error {
+		claimed, others = claimed[:0], 0
 		now := s.now()
 		take := func(k int, skip []string, lent bool) error {
 			if k <= 0 {
@@ -176,7 +189,7 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 			}
 			var ready []string
 			for _, id := range ids {
-				if runs[id] != nil {
+				if held[id] != nil {
 					ready = append(ready, id) // an attempt InTx retried
 					continue
 				}
@@ -191,11 +204,14 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 					release()
 					continue
 				}
-				runs[id] = &claimedRun{r: r, release: release}
+				held[id] = &claimedRun{r: r, release: release}
 				ready = append(ready, id)
 			}
 			got, err := tx.ActivationClaimMany(ctx, ready, s.opts.WorkerID, now)
 			claimed = append(claimed, got...)
+			if skip != nil {
+				others += len(got)
+			}
 			return err
 		}
 		if err := take(n, crowded, false); err != nil {
@@ -216,16 +232,16 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 	if err != nil {
 		claimed = nil
 	}
-	out := make([]*claimedRun, len(claimed))
+	runs = make([]*claimedRun, len(claimed))
 	for i, a := range claimed {
-		c := runs[a.ID]
+		c := held[a.ID]
 		c.a, c.agent = a, agents[a.AgentID]
-		out[i] = c
-		delete(runs, a.ID)
+		runs[i] = c
+		delete(held, a.ID)
 	}
-	for _, c := range runs {
+	for _, c := range held {
 		s.untrack(c.r)
 		c.release()
 	}
-	return out, err
+	return runs, others, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/agentplatform/agentplatform/internal/fairshare"
 	"github.com/agentplatform/agentplatform/internal/queue"
@@ -49,6 +50,9 @@ type local struct {
 	// backlog: the dispatcher last stopped for want of room, not of
 	// work, so a run's end wakes it.
 	backlog atomic.Bool
+	// othersQuiet: until then the dispatcher does not look for the work
+	// of users other than the crowded ones (dispatch.go); its own.
+	othersQuiet time.Time
 }
 
 func (s *Service) startLocal() {
