@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 )
@@ -22,18 +23,45 @@ const (
 // wire is a notification: an event inline, or a reference (user, seq) to
 // a stored one. Node lets the sender skip what it already delivered.
 type wire struct {
-	Node  string          `json:"n"`
-	User  string          `json:"u"`
+	// Node and User come first, then what marks a notification that is
+	// no event (Topic, Tok): a listener reads that far (peek) and skips
+	// an event for a user nobody here subscribes to unparsed.
+	Node string `json:"n"`
+	User string `json:"u"`
+	// Topic marks a signal (signal.go) rather than an event.
+	Topic string `json:"g,omitempty"`
+	// Tok is a note about a token log (tokens.go) instead of an event.
+	Tok   *tokenNote      `json:"t,omitempty"`
 	Seq   int64           `json:"s,omitempty"`
 	Event json.RawMessage `json:"e,omitempty"`
 	// Num numbers a node's notifications: PostgreSQL delivers identical
 	// payloads sent in one transaction once, and the pieces of a long
 	// token fragment can be identical.
 	Num uint64 `json:"k"`
-	// Topic marks a signal (signal.go) rather than an event.
-	Topic string `json:"g,omitempty"`
-	// Tok is a note about a token log (tokens.go) instead of an event.
-	Tok *tokenNote `json:"t,omitempty"`
+}
+
+// peek reads a notification's node and user, and whether it is an event,
+// as notify writes them, without parsing the rest; ok is false for
+// anything else (another version's layout), which is then parsed whole.
+func peek(payload string) (node, user string, event, ok bool) {
+	rest, found := strings.CutPrefix(payload, `{"n":"`)
+	if !found {
+		return "", "", false, false
+	}
+	node, rest, found = strings.Cut(rest, `"`)
+	if !found || strings.Contains(node, `\`) {
+		return "", "", false, false
+	}
+	rest, found = strings.CutPrefix(rest, `,"u":"`)
+	if !found {
+		return "", "", false, false
+	}
+	user, rest, found = strings.Cut(rest, `"`)
+	if !found || strings.Contains(user, `\`) {
+		return "", "", false, false
+	}
+	event = !strings.HasPrefix(rest, `,"g":`) && !strings.HasPrefix(rest, `,"t":`)
+	return node, user, event, true
 }
 
 // notify tells the other nodes about ev (PostgreSQL only), soon: the
@@ -144,6 +172,9 @@ func (b *Bus) channelName(ctx context.Context) (string, error) {
 
 // onNotify delivers another node's event to this node's subscribers.
 func (b *Bus) onNotify(ctx context.Context, payload string) {
+	if node, user, event, ok := peek(payload); ok && (node == b.node || event && !b.hasSubscribers(user)) {
+		return // this node's own, or an event nobody here waits for
+	}
 	var w wire
 	if err := json.Unmarshal([]byte(payload), &w); err != nil {
 		b.log.WarnContext(ctx, "events: bad notification", "err", err)
