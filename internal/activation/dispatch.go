@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/store"
 )
 
@@ -177,7 +178,6 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 	var claimed []*store.Activation
 	var agents map[string]*store.Agent
 	err = s.Store.InTx(ctx, func(tx *store.Store) error {
-		claimed, others = claimed[:0], 0
 		now := s.now()
 		take := func(k int, skip []string, lent bool) error {
 			if k <= 0 {
@@ -190,8 +190,7 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 			var ready []string
 			for _, id := range ids {
 				if held[id] != nil {
-					ready = append(ready, id) // an attempt InTx retried
-					continue
+					continue // claimed by an earlier take of this claim
 				}
 				release := func() {}
 				if !lent {
@@ -244,4 +243,38 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 		c.release()
 	}
 	return runs, others, err
+}
+
+// startedTx records in tx the started events of activations claimed by
+// this worker, one statement per user, and reads their agents.
+func (s *Service) startedTx(ctx context.Context, tx *store.Store, claimed []*store.Activation) (map[string]*store.Agent, error) {
+	if len(claimed) == 0 {
+		return nil, nil
+	}
+	var agentIDs []string
+	seen := map[string]bool{}
+	byUser := map[string][]*events.Event{}
+	var users []string
+	for _, a := range claimed {
+		if !seen[a.AgentID] {
+			seen[a.AgentID] = true
+			agentIDs = append(agentIDs, a.AgentID)
+		}
+		ev := s.event(events.ActivationStarted, a)
+		if byUser[a.UserID] == nil {
+			users = append(users, a.UserID)
+		}
+		byUser[a.UserID] = append(byUser[a.UserID], &ev)
+	}
+	agents, err := tx.AgentGetMany(ctx, agentIDs)
+	if err != nil {
+		return nil, err
+	}
+	// One user's events in one statement (they must be one user's).
+	for _, u := range users {
+		if err := s.Events.Record(ctx, tx, byUser[u]...); err != nil {
+			return nil, err
+		}
+	}
+	return agents, nil
 }

@@ -124,8 +124,9 @@ func (s *Service) trackLocal(ctx context.Context, id string) *tracked {
 	return s.track(telemetry.Continue(s.local.Load().ctx, ctx), id)
 }
 
-// runLocal runs an activation the creating transaction claimed for this
-// process, tracked as r; release frees its claim once it has executed.
+// runLocal runs an activation claimed for this process by the creating
+// transaction or by the dispatcher, tracked as r; release frees its claim
+// once it has executed.
 func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, release func()) {
 	l := s.local.Load()
 	l.wg.Add(1)

@@ -330,8 +330,8 @@ func (s *Service) runDeadWorkerHooks(ctx context.Context, workerID string) (int,
 // back once the process stops heartbeating.
 func (s *Service) WorkerID() string { return s.opts.WorkerID }
 
-// recoverWorker re-queues or, past MaxAttempts, fails
-// each activation a dead worker was running.
+// recoverWorker re-queues or, past MaxAttempts, fails each activation a
+// dead worker was running.
 func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, error) {
 	ids, err := s.Store.ActivationsRunningOn(ctx, workerID)
 	if err != nil {
@@ -340,8 +340,8 @@ func (s *Service) recoverWorker(ctx context.Context, workerID string) (int, erro
 	return len(ids), s.requeue(ctx, workerID, ids)
 }
 
-// requeue re-queues or, past MaxAttempts, fails each of
-// activations ids that still runs under workerID.
+// requeue re-queues or, past MaxAttempts, fails each of activations ids
+// that still runs under workerID.
 func (s *Service) requeue(ctx context.Context, workerID string, ids []string) error {
 	for _, id := range ids {
 		err := s.Store.InTx(ctx, func(tx *store.Store) error {
@@ -357,12 +357,7 @@ func (s *Service) requeue(ctx context.Context, workerID string, ids []string) er
 				}
 				return s.endedTx(ctx, tx, ended, nil)
 			}
-			ok, err := tx.ActivationRequeue(ctx, id)
-			if ok {
-				// Queued again: a worker's dispatcher takes it.
-				tx.AfterCommit(s.queued)
-			}
-			return err
+			return s.requeueTx(ctx, tx, id)
 		})
 		if err != nil {
 			return err

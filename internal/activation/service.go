@@ -155,7 +155,6 @@ type Service struct {
 	Deps
 	opts    Options
 	running sync.Map              // activation id → *tracked, for cancels on this node
-	claims  claimer               // River runs' claims, batched (claim.go)
 	local   atomic.Pointer[local] // the fast path; nil unless this process works jobs
 	self    store.Worker
 	now     func() time.Time

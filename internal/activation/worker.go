@@ -42,15 +42,21 @@ type jobWorker struct {
 // dies before the claim, the reaper does (Recovery.reap).
 func (w *jobWorker) Timeout(*river.Job[Args]) time.Duration { return -1 }
 
-// Work runs the activation. It returns an error only when the process is
-// stopping with the activation unfinished: River then retries the job, and
-// the activation, handed back to queued, runs again. A job whose user
-// already holds their share of the slots snoozes unless one of them frees
-// within a second, and leaves the River worker to other users' jobs,
-// which this process cannot see waiting while they are in the database.
+// Work runs the activation a job resumes. It returns an error only when
+// the process is stopping with the activation unfinished: River then
+// retries the job. A job whose user already holds their share of the
+// slots snoozes unless one of them frees within a second, and leaves the
+// River worker to other users' jobs, which this process cannot see
+// waiting while they are in the database. A job of a first run (queued
+// by a build before the dispatcher) has nothing to do: its activation,
+// queued, is a dispatcher's to claim.
 func (w *jobWorker) Work(ctx context.Context, job *river.Job[Args]) error {
+	if !job.Args.Resume {
+		w.svc.queued()
+		return nil
+	}
 	if _, here := w.svc.running.Load(job.Args.ActivationID); here {
-		return nil // running on this process's fast path
+		return nil // running on this process already
 	}
 	release := func() {}
 	if l := w.svc.local.Load(); l != nil {
@@ -61,7 +67,7 @@ func (w *jobWorker) Work(ctx context.Context, job *river.Job[Args]) error {
 		release = sync.OnceFunc(func() { l.slots.Release(owner) })
 	}
 	defer release()
-	return w.svc.run(ctx, job.Args, release)
+	return w.svc.resume(ctx, job.Args.ActivationID, release)
 }
 
 // Causes of a run's context ending.
@@ -71,33 +77,23 @@ var (
 	errShutdown  = errors.New("worker stopping")
 )
 
-// run claims the job's activation and runs it, for River; the caller
-// holds an execution slot, which release frees.
-func (s *Service) run(ctx context.Context, job Args, release func()) error {
-	id := job.ActivationID
+// resume takes over activation id, whose wait was answered, and runs it,
+// for River; the caller holds an execution slot, which release frees.
+func (s *Service) resume(ctx context.Context, id string, release func()) error {
 	r := s.track(ctx, id)
 	if r == nil {
 		return nil // running on this process already
 	}
-	var a *store.Activation
-	var agent *store.Agent
-	var err error
-	if job.Resume {
-		// The wait was answered: the run is still running, and nobody
-		// holds it. It has started already, so no started event.
-		a, _, err = s.Store.ActivationTakeOver(ctx, id, s.opts.WorkerID)
-		r.resumed = true
-	} else {
-		// With the claims of the other runs River handed this process
-		// meanwhile, and their agents (claim.go).
-		a, agent, err = s.claim(ctx, id)
-	}
+	r.resumed = true
+	// The run is still running, and nobody holds it. It has started
+	// already, so no started event.
+	a, _, err := s.Store.ActivationTakeOver(ctx, id, s.opts.WorkerID)
 	if err != nil || a == nil {
 		s.untrack(r)
-		return err // a == nil: not queued (or resumable) any more, cancelled, or a duplicate job
+		return err // a == nil: not resumable any more (cancelled, or a duplicate job)
 	}
 	held := func(context.Context) (func(), error) { return release, nil }
-	return s.runClaimed(ctx, r, a, agent, held)
+	return s.runClaimed(ctx, r, a, nil, held)
 }
 
 // tracked is a run that Cancel on this node reaches through s.running.
@@ -357,13 +353,17 @@ func (s *Service) endedTx(ctx context.Context, tx *store.Store, a *store.Activat
 // restart or on another node. A River run (a resumed one) has its job
 // retried by River as well, whose claim then finds it taken.
 func (s *Service) handBack(ctx context.Context, a *store.Activation) error {
-	return s.Store.InTx(ctx, func(tx *store.Store) error {
-		ok, err := tx.ActivationRequeue(ctx, a.ID)
-		if ok {
-			tx.AfterCommit(s.queued)
-		}
-		return err
-	})
+	return s.Store.InTx(ctx, func(tx *store.Store) error { return s.requeueTx(ctx, tx, a.ID) })
+}
+
+// requeueTx puts running activation id back in the queue in tx, for a
+// worker's dispatcher to take once tx has committed.
+func (s *Service) requeueTx(ctx context.Context, tx *store.Store, id string) error {
+	ok, err := tx.ActivationRequeue(ctx, id)
+	if ok {
+		tx.AfterCommit(s.queued)
+	}
+	return err
 }
 
 // webhookTx queues the delivery of an ended activation's event to
