@@ -52,6 +52,13 @@ type Subscription struct {
 	mu      sync.Mutex
 	closed  bool
 	dropped bool
+
+	// fresh: the subscriber does not replay (SubscribeNew); before holds
+	// the seqs its stream held or read from the store when it joined,
+	// committed before it subscribed, which it does not get. Both are
+	// its stream's, under the stream's lock.
+	fresh  bool
+	before map[int64]struct{}
 }
 
 // Dropped reports whether C was closed because the subscriber fell behind:
@@ -219,11 +226,16 @@ func (b *Bus) PublishDelta(ctx context.Context, userID, activationID, text strin
 
 // Subscribe starts receiving userID's events that match f, with room for
 // buffer events not yet read. Events with a seq come in seq order, from the
-// first committed after Subscribe began (order.go): a subscriber that then
-// replays the store from its last seq misses nothing.
+// first the store's replay does not return yet (order.go; on PostgreSQL
+// perhaps a few committed just before): a subscriber that then replays the
+// store from its last seq misses nothing.
 func (b *Bus) Subscribe(userID string, f Filter, buffer int) *Subscription {
+	return b.subscribe(userID, f, buffer, false)
+}
+
+func (b *Bus) subscribe(userID string, f Filter, buffer int, fresh bool) *Subscription {
 	c := make(chan Event, max(1, buffer))
-	s := &Subscription{C: c, c: c, bus: b, userID: userID, filter: f}
+	s := &Subscription{C: c, c: c, bus: b, userID: userID, filter: f, fresh: fresh}
 	b.mu.Lock()
 	if b.stopped {
 		b.mu.Unlock()
@@ -239,6 +251,9 @@ func (b *Bus) Subscribe(userID string, f Filter, buffer int) *Subscription {
 	}
 	us.mu.Lock()
 	us.subs[s] = struct{}{}
+	if us.based {
+		s.skipHeld(us.held)
+	} // else start sets it, with the tail it reads
 	us.mu.Unlock()
 	b.mu.Unlock()
 	if created {
@@ -247,6 +262,41 @@ func (b *Bus) Subscribe(userID string, f Filter, buffer int) *Subscription {
 		<-us.ready
 	}
 	return s
+}
+
+// SubscribeNew is Subscribe for a subscriber that does not replay (a
+// socket without since): it receives the events committed after it began,
+// and not those committed before that its stream still holds for the
+// subscribers who replay (on PostgreSQL, until the horizon passes them).
+func (b *Bus) SubscribeNew(userID string, f Filter, buffer int) *Subscription {
+	return b.subscribe(userID, f, buffer, true)
+}
+
+// skipHeld makes a fresh subscriber pass over the events held now: they
+// committed before it joined.
+func (s *Subscription) skipHeld(held map[int64]Event) {
+	if !s.fresh || len(held) == 0 {
+		return
+	}
+	s.before = make(map[int64]struct{}, len(held))
+	for seq := range held {
+		s.before[seq] = struct{}{}
+	}
+}
+
+// skips reports whether the subscriber passes over ev (skipHeld).
+func (s *Subscription) skips(ev *Event) bool {
+	if s.before == nil {
+		return false
+	}
+	_, ok := s.before[ev.Seq]
+	if ok {
+		delete(s.before, ev.Seq)
+		if len(s.before) == 0 {
+			s.before = nil
+		}
+	}
+	return ok
 }
 
 func (b *Bus) remove(s *Subscription) {

@@ -280,6 +280,57 @@ func TestFanOut(t *testing.T) {
 	require.False(t, all.Dropped())
 }
 
+// TestSubscribeNewStartsNow: a subscriber that does not replay (a socket
+// without since) gets the events committed after it subscribed, not those
+// committed before that still wait for the store's horizon (PostgreSQL:
+// an open transaction anywhere in the cluster holds it back), whether it
+// joins a stream that holds them or starts one that reads them from the
+// store. A subscriber that replays gets them live: its replay stops at the
+// horizon.
+func TestSubscribeNewStartsNow(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		b := events.New(s, testdb.Logger())
+		t.Cleanup(b.Stop)
+		u := newUser(t, s)
+		// hold keeps the horizon below the events to come until release.
+		hold := func() (release func()) {
+			if d != store.Postgres {
+				return func() {}
+			}
+			tx, err := s.DB().BeginTx(ctx, nil)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = tx.Rollback() })
+			_, err = tx.ExecContext(ctx, "SELECT txid_current()")
+			require.NoError(t, err)
+			return func() { require.NoError(t, tx.Rollback()) }
+		}
+		for _, joins := range []bool{true, false} {
+			release := hold()
+			var replays *events.Subscription
+			if joins {
+				replays = b.Subscribe(u, events.Filter{}, 16)
+			}
+			e1 := appendCommit(t, b, s, event(u, events.ActivationCompleted, "", ""))
+			fresh := b.SubscribeNew(u, events.Filter{}, 16)
+			if !joins { // its stream read e1 from the store
+				replays = b.Subscribe(u, events.Filter{}, 16)
+			}
+			release()
+			e2 := appendCommit(t, b, s, event(u, events.ActivationCompleted, "", ""))
+			require.Equal(t, e2.Seq, receive(t, fresh).Seq, "joins %v: e1 (%d), committed before it subscribed, came first", joins, e1.Seq)
+			if joins || d == store.Postgres {
+				require.Equal(t, e1.Seq, receive(t, replays).Seq)
+			}
+			require.Equal(t, e2.Seq, receive(t, replays).Seq)
+			fresh.Close()
+			replays.Close()
+		}
+	})
+}
+
 // TestSlowSubscriberIsDropped: a subscriber that does not read loses its
 // subscription; the publisher and the others go on.
 func TestSlowSubscriberIsDropped(t *testing.T) {

@@ -110,6 +110,9 @@ func (us *userStream) start() {
 			us.held[ev.Seq] = ev
 		}
 	}
+	for s := range us.subs {
+		s.skipHeld(us.held)
+	}
 	kick := us.sparse && len(us.held) > 0
 	if !us.sparse {
 		us.drain()
@@ -201,7 +204,7 @@ func (us *userStream) drain() {
 // dropped from the stream.
 func (us *userStream) fanout(ev Event) {
 	for s := range us.subs {
-		if s.filter.Match(&ev) && !s.offer(ev) {
+		if s.filter.Match(&ev) && !s.skips(&ev) && !s.offer(ev) {
 			delete(us.subs, s)
 		}
 	}

@@ -106,7 +106,12 @@ func (b *Bus) ServeWS(w http.ResponseWriter, r *http.Request, req WSRequest, opt
 	opts = opts.withDefaults()
 	// Subscribe before reading the replay: an event committed meanwhile is
 	// then in one or both, never in neither; seq removes the duplicates.
-	sub := b.Subscribe(req.UserID, Filter{AppID: req.AppID}, opts.Buffer)
+	// Without a replay, the socket starts with what commits after it.
+	subscribe := b.Subscribe
+	if req.Since < 0 {
+		subscribe = b.SubscribeNew
+	}
+	sub := subscribe(req.UserID, Filter{AppID: req.AppID}, opts.Buffer)
 	defer sub.Close()
 	conn, err := websocket.Accept(w, r, req.Accept)
 	if err != nil {
