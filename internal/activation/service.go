@@ -71,8 +71,14 @@ type Webhooks interface {
 	CheckURL(field, raw string) error
 }
 
-// EndHook is told, in its transaction, that activation a has ended.
-type EndHook func(ctx context.Context, tx *store.Store, a *store.Activation) error
+// EndHook is told, in its transaction, that activation a has ended: Run
+// does what must change with the end. Applies says, without asking the
+// database, whether Run has anything to do for a: an end no hook applies
+// to may be recorded in one statement (recordEnd).
+type EndHook struct {
+	Applies func(a *store.Activation) bool
+	Run     func(ctx context.Context, tx *store.Store, a *store.Activation) error
+}
 
 // DeadWorkerHook hands back what dead worker workerID held and says how
 // many things it handed back.

@@ -300,6 +300,9 @@ func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *stor
 // the event after commit. An end recorded already (a cancel) records none
 // of it.
 func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *store.Agent, o store.Outcome, usage []*store.UsageRecord) error {
+	if s.endsAlone(a, agent, usage) {
+		return s.recordEndAlone(ctx, a, o, usage)
+	}
 	return s.Store.InTx(ctx, func(tx *store.Store) error {
 		ended, ok, err := tx.ActivationFinish(ctx, a.ID, o)
 		if err != nil {
@@ -316,21 +319,74 @@ func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *sto
 	})
 }
 
+// endsAlone reports whether the end of a is its row, its event and at most
+// one usage record, with nothing else to write along (no end hook applies,
+// no webhook is due): the store then writes them in one statement
+// (store.ActivationFinishRecorded), a run's end being most runs' last
+// round trips.
+func (s *Service) endsAlone(a *store.Activation, agent *store.Agent, usage []*store.UsageRecord) bool {
+	if agent == nil || len(usage) > 1 {
+		return false
+	}
+	for _, h := range s.EndHooks {
+		if h.Applies(a) {
+			return false
+		}
+	}
+	return s.Webhooks == nil || webhookTarget(a, agent) == ""
+}
+
+// errEndedAlready stops recordEndAlone's write of an end someone else
+// recorded first.
+var errEndedAlready = errors.New("activation ended already")
+
+// recordEndAlone is recordEnd of an end that endsAlone: its event is made
+// from a as o leaves it, and stored only if a was still running.
+func (s *Service) recordEndAlone(ctx context.Context, a *store.Activation, o store.Outcome, usage []*store.UsageRecord) error {
+	var rec *store.UsageRecord
+	if len(usage) == 1 {
+		rec = usage[0]
+	}
+	ev := s.endEvent(o.Applied(*a))
+	var ended *store.Activation
+	err := s.Events.RecordWith(s.Store, func(rows []*store.EventRow) error {
+		var ok bool
+		var err error
+		if ended, ok, err = s.Store.ActivationFinishRecorded(ctx, a.ID, o, rows, rec); err == nil && !ok {
+			err = errEndedAlready
+		}
+		return err
+	}, &ev)
+	if errors.Is(err, errEndedAlready) {
+		return nil // by a cancel, or by the run this one was handed to
+	}
+	if err != nil {
+		return err
+	}
+	s.Metrics.ActivationEnded(ended.Status, ended.DurationMS)
+	s.afterUsage(ctx, s.Store, usage)
+	return nil
+}
+
+// endEvent is the event of a's end.
+func (s *Service) endEvent(a *store.Activation) events.Event {
+	if a.Status == store.StatusFailed {
+		return s.event(events.ActivationFailed, a)
+	}
+	return s.event(events.ActivationCompleted, a)
+}
+
 // endedTx records in tx everything that follows any end of activation a
 // (a run's end, a cancel, a reaped worker's last attempt): the end hooks,
 // its webhook and its event, published after commit with its metrics, and
 // usage, the run's LLM calls that no step recorded. agent may be nil.
 func (s *Service) endedTx(ctx context.Context, tx *store.Store, a *store.Activation, agent *store.Agent, usage ...*store.UsageRecord) error {
 	for _, h := range s.EndHooks {
-		if err := h(ctx, tx, a); err != nil {
+		if err := h.Run(ctx, tx, a); err != nil {
 			return err
 		}
 	}
-	typ := events.ActivationCompleted
-	if a.Status == store.StatusFailed {
-		typ = events.ActivationFailed
-	}
-	ev := s.event(typ, a)
+	ev := s.endEvent(a)
 	// Recorded first: that hands out the event's seq, which the webhook
 	// carries as the socket and the stream do. The usage goes with it, in
 	// one statement on PostgreSQL, and late: the daily sums' row stays
@@ -373,21 +429,27 @@ func (s *Service) webhookTx(ctx context.Context, tx *store.Store, a *store.Activ
 	if s.Webhooks == nil {
 		return nil
 	}
-	var meta struct {
-		WebhookURL string `json:"webhook_url"`
-	}
-	_ = json.Unmarshal(a.Metadata, &meta)
-	target := meta.WebhookURL
-	if target == "" && agent == nil {
+	if agent == nil && webhookTarget(a, nil) == "" {
 		agent, _ = tx.AgentGet(ctx, a.AgentID)
 	}
-	if target == "" && agent != nil {
-		target = agent.WebhookURL
-	}
+	target := webhookTarget(a, agent)
 	if target == "" {
 		return nil
 	}
 	return s.Webhooks.EnqueueTx(ctx, tx, a.AppID, target, ev)
+}
+
+// webhookTarget is where a's end is delivered: its own webhook_url, else
+// its agent's (agent may be nil), else nowhere ("").
+func webhookTarget(a *store.Activation, agent *store.Agent) string {
+	var meta struct {
+		WebhookURL string `json:"webhook_url"`
+	}
+	_ = json.Unmarshal(a.Metadata, &meta)
+	if meta.WebhookURL == "" && agent != nil {
+		return agent.WebhookURL
+	}
+	return meta.WebhookURL
 }
 
 // endAgentSpan ends a run's invoke_agent span: its conversation, and its

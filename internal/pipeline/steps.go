@@ -213,11 +213,20 @@ func (s *Service) startAgent(ctx context.Context, w *where, def apps.Step, input
 }
 
 // EndHook moves a run on when the activation of its agent step ends, in
-// the transaction that records that end (activation.EndHook).
-func (s *Service) EndHook(ctx context.Context, tx *store.Store, a *store.Activation) error {
-	// Only an agent step's activation is waited on, and its context names
-	// the run: any other end (nearly all of them) asks the database nothing.
-	if !bytes.Contains(a.Context, []byte(`"pipeline_run_id"`)) {
+// the transaction that records that end.
+func (s *Service) EndHook() activation.EndHook {
+	return activation.EndHook{Applies: waitedOn, Run: s.stepActivationEnded}
+}
+
+// waitedOn reports whether a may be an agent step's activation: only those
+// are waited on, and their context names the run, so any other end (nearly
+// all of them) asks the database nothing.
+func waitedOn(a *store.Activation) bool {
+	return bytes.Contains(a.Context, []byte(`"pipeline_run_id"`))
+}
+
+func (s *Service) stepActivationEnded(ctx context.Context, tx *store.Store, a *store.Activation) error {
+	if !waitedOn(a) {
 		return nil
 	}
 	runID, step, ok, err := tx.PipelineWaitTake(ctx, a.ID)

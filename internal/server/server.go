@@ -260,7 +260,7 @@ func (s *Server) build(ctx context.Context) error {
 	s.Pipelines.Quotas = s.Config.Quotas
 	s.Pipelines.Budgets = s.Usage
 	// A pipeline's agent step moves its run on when its activation ends.
-	s.Activations.EndHooks = append(s.Activations.EndHooks, s.Pipelines.EndHook)
+	s.Activations.EndHooks = append(s.Activations.EndHooks, s.Pipelines.EndHook())
 	// A dead worker's pipeline steps come back with its activations.
 	s.Activations.DeadWorkerHooks = append(s.Activations.DeadWorkerHooks, s.Pipelines.RecoverWorker)
 	s.Metrics.QueueDepth(func() (int, int, error) { return s.Store.ActivationDepth(context.Background()) })

@@ -284,23 +284,93 @@ type Outcome struct {
 	LogsTruncated bool
 }
 
+// Applied is a as o leaves it, but for what the database computes
+// (duration_ms): what the event of its end says of it.
+func (o Outcome) Applied(a Activation) *Activation {
+	a.Status, a.CompletedAt, a.Waiting = o.Status, &o.CompletedAt, nil
+	output, errText := o.values()
+	a.OutputData, a.Error = nil, nil
+	if out, ok := output.(string); ok {
+		a.OutputData = json.RawMessage(out)
+	}
+	if e, ok := errText.(string); ok {
+		a.Error = &e
+	}
+	return &a
+}
+
+// values are the output_data and error columns of o.
+func (o *Outcome) values() (output, errText any) {
+	if o.Status == StatusCompleted {
+		return jsonOr(o.OutputData, "{}"), nil
+	}
+	return nil, o.Error
+}
+
 // ActivationFinish records the end of a running activation and returns it;
 // ok is false when it was no longer running (cancelled meanwhile, or handed
 // to another worker), in which case nothing changes.
 func (s *Store) ActivationFinish(ctx context.Context, id string, o Outcome) (*Activation, bool, error) {
 	s.changingActivation(id)
-	var output, errText any
-	if o.Status == StatusCompleted {
-		output = jsonOr(o.OutputData, "{}")
-	} else {
-		errText = o.Error
-	}
+	output, errText := o.values()
 	var a Activation
 	err := scanActivation(s.writer().QueryRowContext(ctx, s.finishSQL("status = 'running'"),
 		id, o.Status, output, errText, s.ts(o.CompletedAt)), &a)
 	if err == nil && len(o.Logs) > 0 && a.AppID != "" {
 		err = s.RunLogsPut(ctx, &RunLogs{RunID: a.ID, UserID: a.UserID, AppID: a.AppID, Logs: o.Logs,
 			Truncated: o.LogsTruncated, CreatedAt: o.CompletedAt})
+	}
+	return s.changed(&a, err)
+}
+
+// ActivationFinishRecorded is ActivationFinish with the end's events (one
+// user's, given their seqs) and the run's usage record (nil: none), all
+// written only if the activation was still running. On PostgreSQL, outside
+// a transaction and without logs, it is one statement: the update, the
+// usage and the events as WITH queries, where BEGIN, three statements and
+// COMMIT were a round trip each. Elsewhere it is a transaction of those.
+func (s *Store) ActivationFinishRecorded(ctx context.Context, id string, o Outcome, rows []*EventRow, usage *UsageRecord) (*Activation, bool, error) {
+	if s.tx != nil || !s.d.writableCTE() || len(o.Logs) > 0 || len(rows) == 0 {
+		var a *Activation
+		var ok bool
+		err := s.InTx(ctx, func(tx *Store) error {
+			var err error
+			if a, ok, err = tx.ActivationFinish(ctx, id, o); err != nil || !ok {
+				return err
+			}
+			if err := tx.EventAppend(ctx, rows...); err != nil {
+				return err
+			}
+			if usage == nil {
+				return nil
+			}
+			return tx.UsageInsert(ctx, usage)
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		return a, ok, nil
+	}
+	if err := oneUser(rows); err != nil {
+		return nil, false, err
+	}
+	s.changingActivation(id)
+	output, errText := o.values()
+	lead := statement{`fin AS (` + s.finishSQL("status = 'running'") + `)`, []any{id, o.Status, output, errText, s.ts(o.CompletedAt)}}
+	const ran = "EXISTS (SELECT 1 FROM fin)"
+	if usage != nil {
+		lead.sql += ", " + usageWritesIf(ran, len(lead.args))
+		lead.args = append(lead.args, s.usageArgs(usage)...)
+	}
+	with, args := eventsInsert(s, rows, 0, lead, ran)
+	var a Activation
+	var prefix int64
+	err := scanActivation(withColumns{s.writer().QueryRowContext(ctx, with+` SELECT fin.*, x.prefix FROM fin, x`, args...), []any{&prefix}}, &a)
+	switch {
+	case err == nil:
+		numberEvents(rows, prefix, 0)
+	case err != sql.ErrNoRows:
+		return nil, false, mapErr(err)
 	}
 	return s.changed(&a, err)
 }

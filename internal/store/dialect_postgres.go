@@ -63,6 +63,20 @@ func (postgresDialect) jsonValue(v any, compare string) any { return v }
 // (event_seq_base, one row) keeps seqs above those of the counters they
 // replaced and of a restored dump (migrate.go).
 func (postgresDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRow, first int64, lead statement) error {
+	with, args := eventsInsert(s, rows, first, lead, "")
+	var prefix int64
+	if err := s.writer().QueryRowContext(ctx, with+` SELECT prefix FROM x`, args...).Scan(&prefix); err != nil {
+		return err
+	}
+	numberEvents(rows, prefix, first)
+	return nil
+}
+
+// eventsInsert is the WITH clause of appendEvents: lead's queries, then
+// x, the transaction's seq prefix, and ins, the insert of rows, which
+// writes only if cond holds (when it is not empty). The statement's
+// SELECT is the caller's.
+func eventsInsert(s *Store, rows []*EventRow, first int64, lead statement, cond string) (string, []any) {
 	args := append(lead.args[:len(lead.args):len(lead.args)], rows[0].UserID)
 	user := len(args)
 	var values strings.Builder
@@ -78,20 +92,23 @@ func (postgresDialect) appendEvents(ctx context.Context, s *Store, rows []*Event
 	if lead.sql != "" {
 		with += lead.sql + ", "
 	}
-	var prefix int64
-	err := s.writer().QueryRowContext(ctx, with+`x AS (SELECT (pg_current_xact_id()::text::bigint + base) << `+seqBitsSQL+` AS prefix FROM event_seq_base),
-		ins AS (
-			INSERT INTO events (`+eventColumns+`)
-			SELECT $`+strconv.Itoa(user)+`, x.prefix + v.n, v.type, v.activation_id, v.app_id, v.chat_id, v.payload, v.created_at
-			FROM x, (VALUES `+values.String()+`) AS v(n, type, activation_id, app_id, chat_id, payload, created_at))
-		SELECT prefix FROM x`, args...).Scan(&prefix)
-	if err != nil {
-		return err
+	where := ""
+	if cond != "" {
+		where = " WHERE " + cond
 	}
+	return with + `x AS (SELECT (pg_current_xact_id()::text::bigint + base) << ` + seqBitsSQL + ` AS prefix FROM event_seq_base),
+		ins AS (
+			INSERT INTO events (` + eventColumns + `)
+			SELECT $` + strconv.Itoa(user) + `, x.prefix + v.n, v.type, v.activation_id, v.app_id, v.chat_id, v.payload, v.created_at
+			FROM x, (VALUES ` + values.String() + `) AS v(n, type, activation_id, app_id, chat_id, payload, created_at)` + where + `)`, args
+}
+
+// numberEvents gives rows their seqs: prefix is the transaction's, first
+// the number in it of the first row.
+func numberEvents(rows []*EventRow, prefix, first int64) {
 	for i, e := range rows {
 		e.Seq = prefix + first + int64(i)
 	}
-	return nil
 }
 
 // eventHorizon is the seq prefix of the oldest transaction still open

@@ -18,7 +18,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -391,6 +393,18 @@ func (s *Store) strings(ctx context.Context, q string, args ...any) ([]string, e
 type statement struct {
 	sql  string
 	args []any
+}
+
+// param is a statement's numbered parameter.
+var param = regexp.MustCompile(`\$[0-9]+`)
+
+// shifted is query with its parameters $n renumbered $n+by: a statement
+// written to stand alone, joined into a larger one after by arguments.
+func shifted(query string, by int) string {
+	return param.ReplaceAllStringFunc(query, func(p string) string {
+		n, _ := strconv.Atoi(p[1:])
+		return "$" + strconv.Itoa(n+by)
+	})
 }
 
 // scanString reads a one-column row of text.

@@ -104,15 +104,17 @@ func (s *Store) usageArgs(r *UsageRecord) []any {
 
 // The two writes of a usage record, numbered as UsageInsert's arguments:
 // the ledger's row ($1–$15) and its daily sum (the user, provider, model
-// and tokens again, then $16–$22).
+// and tokens again, then $16–$22). Each is an INSERT's head and its row,
+// so that it can be written as INSERT … SELECT row WHERE (usageWritesIf).
 const (
-	usageRecordInsert = `INSERT INTO usage_records (id, user_id, app_id, agent_id, activation_id, step_index,
-			api_key_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
-	usageDailyUpsert = `INSERT INTO usage_daily (user_id, day, app_id, agent_id, api_key_id, provider, model, shard,
-			calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, unpriced_calls)
-			VALUES ($2, $16, $17, $18, $19, $8, $9, $20, 1, $10, $11, $12, $13, $21, $22)
-			ON CONFLICT (user_id, day, app_id, agent_id, api_key_id, provider, model, shard) DO UPDATE SET
+	usageRecordInto = `INSERT INTO usage_records (id, user_id, app_id, agent_id, activation_id, step_index,
+			api_key_id, provider, model, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, created_at)`
+	usageRecordRow    = `$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15`
+	usageRecordInsert = usageRecordInto + ` VALUES (` + usageRecordRow + `)`
+	usageDailyInto    = `INSERT INTO usage_daily (user_id, day, app_id, agent_id, api_key_id, provider, model, shard,
+			calls, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_micro_usd, unpriced_calls)`
+	usageDailyRow = `$2, $16, $17, $18, $19, $8, $9, $20, 1, $10, $11, $12, $13, $21, $22`
+	usageDailyAdd = ` ON CONFLICT (user_id, day, app_id, agent_id, api_key_id, provider, model, shard) DO UPDATE SET
 				calls = usage_daily.calls + 1,
 				input_tokens = usage_daily.input_tokens + excluded.input_tokens,
 				output_tokens = usage_daily.output_tokens + excluded.output_tokens,
@@ -120,7 +122,17 @@ const (
 				cache_write_tokens = usage_daily.cache_write_tokens + excluded.cache_write_tokens,
 				cost_micro_usd = usage_daily.cost_micro_usd + excluded.cost_micro_usd,
 				unpriced_calls = usage_daily.unpriced_calls + excluded.unpriced_calls`
+	usageDailyUpsert = usageDailyInto + ` VALUES (` + usageDailyRow + `)` + usageDailyAdd
 )
+
+// usageWritesIf is the two writes of a usage record as WITH queries rec
+// and daily that write only if cond holds, their arguments numbered from
+// $from+1 (PostgreSQL: a target column types a parameter of INSERT …
+// SELECT as it does one of VALUES).
+func usageWritesIf(cond string, from int) string {
+	return shifted(`rec AS (`+usageRecordInto+` SELECT `+usageRecordRow+` WHERE `+cond+`),
+		daily AS (`+usageDailyInto+` SELECT `+usageDailyRow+` WHERE `+cond+usageDailyAdd+`)`, from)
+}
 
 // UsageCompact folds the shards of the daily sums of days before day
 // (YYYY-MM-DD) into shard 0, in one statement: a day over takes no more

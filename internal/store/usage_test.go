@@ -135,3 +135,67 @@ func TestUsageCompact(t *testing.T) {
 		require.Equal(t, [5]int64{100, 1000, 200, 500, 0}, before)
 	})
 }
+
+// TestActivationFinishRecorded: a running activation's end, its event and
+// its usage are stored together (one statement on PostgreSQL), the event
+// given its seq; an activation no longer running (a cancel won) stores
+// none of them, and one whose usage conflicts stores none either.
+func TestActivationFinishRecorded(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		day := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+		usage := func(act *store.Activation) *store.UsageRecord {
+			return &store.UsageRecord{ID: uuid.NewString(), UserID: act.UserID, AppID: act.AppID, AgentID: act.AgentID,
+				ActivationID: act.ID, Provider: "openai", Model: "gpt-5-mini", InputTokens: 100, OutputTokens: 20, CreatedAt: day}
+		}
+		ended := func(act *store.Activation) []*store.EventRow {
+			return []*store.EventRow{{UserID: act.UserID, Type: "activation.completed", ActivationID: act.ID, Payload: []byte(`{}`), CreatedAt: store.Now()}}
+		}
+		done := store.Outcome{Status: store.StatusCompleted, OutputData: []byte(`{"response":"ok"}`), CompletedAt: store.Now()}
+
+		act := newRunningActivation(t, s, "w1")
+		rec, rows := usage(act), ended(act)
+		a, ok, err := s.ActivationFinishRecorded(ctx, act.ID, done, rows, rec)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, store.StatusCompleted, a.Status)
+		require.JSONEq(t, `{"response":"ok"}`, string(a.OutputData))
+		require.NotNil(t, a.DurationMS)
+		require.NotZero(t, rows[0].Seq)
+		got, err := s.ActivationGet(ctx, act.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusCompleted, got.Status)
+		sums, _, err := s.UsageDailyTotals(ctx, act.UserID, "2026-11-28")
+		require.NoError(t, err)
+		require.Equal(t, [5]int64{1, 100, 20, 0, 1}, sums)
+
+		// Ended already: nothing more is stored.
+		again := ended(act)
+		a, ok, err = s.ActivationFinishRecorded(ctx, act.ID, done, again, usage(act))
+		require.NoError(t, err)
+		require.False(t, ok)
+		require.Nil(t, a)
+		require.Zero(t, again[0].Seq)
+
+		// A usage record stored already fails the whole end.
+		other := newRunningActivation(t, s, "w1")
+		dup := usage(other)
+		dup.ID = rec.ID
+		_, _, err = s.ActivationFinishRecorded(ctx, other.ID, done, ended(other), dup)
+		require.ErrorIs(t, err, store.ErrConflict)
+		got, err = s.ActivationGet(ctx, other.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.StatusRunning, got.Status)
+
+		sums, _, err = s.UsageDailyTotals(ctx, act.UserID, "2026-11-28")
+		require.NoError(t, err)
+		require.Equal(t, [5]int64{1, 100, 20, 0, 1}, sums, "once")
+		require.Eventually(t, func() bool {
+			evs, err := s.EventListAfter(ctx, act.UserID, 0, 10)
+			require.NoError(t, err)
+			return len(evs) == 1 && evs[0].Seq == rows[0].Seq
+		}, 10*time.Second, 5*time.Millisecond, "the first end's event only")
+	})
+}
