@@ -64,7 +64,7 @@ wait_up http://127.0.0.1:18081/readyz
 eval "$("$OUT/apbench" -base http://127.0.0.1:18081 -setup-only -provider openai -model gpt-4o-mini -runtime "$RUNTIME")"
 
 if [ "$PROFILE" != 0 ]; then
-  (sleep 2; curl -s -o /tmp/yardstick.cpu.pprof "http://127.0.0.1:16060/debug/pprof/profile?seconds=$PROFILE") & pids+=($!)
+  (sleep 2; curl -s -o /tmp/yardstick.cpu.pprof "http://127.0.0.1:16060/debug/pprof/profile?seconds=$PROFILE") & PROFILER=$!; pids+=($PROFILER)
   [ -n "${TRACE:-}" ] && { (sleep 3; curl -s -o /tmp/yardstick.trace "http://127.0.0.1:16060/debug/pprof/trace?seconds=1") & pids+=($!); }
 fi
 echo "== platform (SQLite unless AP_DATABASE_URL), $RUNTIME agent, n=$N c=$C" >&2
@@ -77,4 +77,5 @@ if [ "$LIMIT" = 1 ]; then
   echo "== limit, n=$N c=$C" >&2
   "$OUT/driver" -target agentplatform -base http://127.0.0.1:18090 -key bench-key -n "$N" -c "$C" -warmup 50 | tee "$OUT/limit.txt"
 fi
-[ "$PROFILE" != 0 ] && wait "${pids[-1]}" 2>/dev/null || true
+# The profiler, not the last process started (--limit's server runs on).
+[ "$PROFILE" != 0 ] && wait "$PROFILER" 2>/dev/null || true
