@@ -79,9 +79,18 @@ func (s *Store) changingActivation(id string) {
 	}
 }
 
-// cacheActivation records a's new committed state, if this store caches.
+// cacheActivation records a's new committed state, if this store caches,
+// from a transaction of the committer, whose updates run in commit order.
+// A statement outside one commits on its own, and its update would race
+// the committer's: a later transaction's state (the claim and the end of
+// an activation just created) could be overwritten by the earlier one, and
+// a poll answered "queued" for good. So it only drops the entry.
 func (s *Store) cacheActivation(a *Activation) {
-	if s.acts != nil {
+	switch {
+	case s.acts == nil:
+	case s.hooks == nil:
+		s.acts.drop(a.ID)
+	default:
 		s.onCommit(func() { s.acts.put(a) })
 	}
 }

@@ -87,6 +87,10 @@ func (s *Store) MigrateRiverTo(ctx context.Context, log *slog.Logger, target int
 // the commit (the activation cache's updates), before InTx returns.
 func (s *Store) OnCommit(fn func()) { s.onCommit(fn) }
 
+// CacheActivation is the activation cache's update of a write of a, as a
+// write outside a transaction made it.
+func (s *Store) CacheActivation(a *Activation) { s.cacheActivation(a) }
+
 // UsageDailyTotals sums a user's daily usage rows of day: calls, input and
 // output tokens, cost and unpriced calls.
 func (s *Store) UsageDailyTotals(ctx context.Context, userID, day string) (sums [5]int64, rows int, err error) {
