@@ -513,6 +513,16 @@ func TestToolLoopLiveEvents(t *testing.T) {
 		s := f.openSSE("POST", "/api/v1/activations", map[string]any{"agent_id": clerk, "input_data": map[string]any{"prompt": "again"}},
 			bearer(f.tok), header("Accept", "text/event-stream"))
 		got = nil
+		var streamed string
+		t.Cleanup(func() {
+			// Where the run was when the stream fell silent (it did once,
+			// and could not be made to again).
+			if t.Failed() && streamed != "" {
+				a := f.do("GET", "/api/v1/activations/"+streamed, nil, bearer(f.tok))
+				st := f.do("GET", "/api/v1/activations/"+streamed+"/steps", nil, bearer(f.tok))
+				t.Logf("streamed events %v; activation %s; steps %s", got, a.Body, st.Body)
+			}
+		})
 		for {
 			ev, ok := s.next()
 			require.True(t, ok, "the stream ended before the activation: %v", got)
@@ -521,7 +531,8 @@ func TestToolLoopLiveEvents(t *testing.T) {
 				got = append(got, fmt.Sprintf("%v:%v:%v", ev.data["index"], ev.data["kind"], ev.data["status"]))
 			case "waiting":
 				got = append(got, "waiting")
-				approve(f.waitingOf(ev.data), ev.data)
+				streamed = f.waitingOf(ev.data)
+				approve(streamed, ev.data)
 			}
 			if ev.name == "activation" {
 				require.Equal(t, "completed", ev.data["status"])
