@@ -82,12 +82,19 @@ func TestEventAppendWithUsage(t *testing.T) {
 		sums, _, err = s.UsageDailyTotals(ctx, act.UserID, "2026-11-27")
 		require.NoError(t, err)
 		require.Equal(t, [5]int64{1, 100, 20, 0, 1}, sums, "nothing of the failed one")
-		require.Eventually(t, func() bool {
-			evs, err := s.EventListAfter(ctx, act.UserID, 0, 10)
-			require.NoError(t, err)
-			return len(evs) == 1 && evs[0].Seq == row.Seq
-		}, 10*time.Second, 5*time.Millisecond, "the first end's event only")
+		requireOnlyEvent(t, s, act.UserID, row.Seq)
 	})
+}
+
+// requireOnlyEvent waits until the user's events, once final, are the one
+// of seq alone.
+func requireOnlyEvent(t *testing.T, s *store.Store, userID string, seq int64) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		evs, err := s.EventListAfter(context.Background(), userID, 0, 10)
+		require.NoError(t, err)
+		return len(evs) == 1 && evs[0].Seq == seq
+	}, 10*time.Second, 5*time.Millisecond, "the first end's event only")
 }
 
 // TestUsageCompact: the shards of days over fold into one row each, with
@@ -192,10 +199,6 @@ func TestActivationFinishRecorded(t *testing.T) {
 		sums, _, err = s.UsageDailyTotals(ctx, act.UserID, "2026-11-28")
 		require.NoError(t, err)
 		require.Equal(t, [5]int64{1, 100, 20, 0, 1}, sums, "once")
-		require.Eventually(t, func() bool {
-			evs, err := s.EventListAfter(ctx, act.UserID, 0, 10)
-			require.NoError(t, err)
-			return len(evs) == 1 && evs[0].Seq == rows[0].Seq
-		}, 10*time.Second, 5*time.Millisecond, "the first end's event only")
+		requireOnlyEvent(t, s, act.UserID, rows[0].Seq)
 	})
 }
