@@ -72,9 +72,9 @@ type Webhooks interface {
 }
 
 // EndHook is told, in its transaction, that activation a has ended: Run
-// does what must change with the end. Applies says, without asking the
-// database, whether Run has anything to do for a: an end no hook applies
-// to may be recorded in one statement (recordEnd).
+// does what must change with the end, for the ends it Applies to. Applies
+// decides without asking the database: an end no hook applies to may be
+// recorded in one statement (recordEnd).
 type EndHook struct {
 	Applies func(a *store.Activation) bool
 	Run     func(ctx context.Context, tx *store.Store, a *store.Activation) error

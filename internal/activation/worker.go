@@ -300,7 +300,7 @@ func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *stor
 // the event after commit. An end recorded already (a cancel) records none
 // of it.
 func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *store.Agent, o store.Outcome, usage []*store.UsageRecord) error {
-	if s.endsAlone(a, agent, usage) {
+	if s.endsAlone(a, agent) {
 		return s.recordEndAlone(ctx, a, o, usage)
 	}
 	return s.Store.InTx(ctx, func(tx *store.Store) error {
@@ -319,13 +319,13 @@ func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *sto
 	})
 }
 
-// endsAlone reports whether the end of a is its row, its event and at most
-// one usage record, with nothing else to write along (no end hook applies,
-// no webhook is due): the store then writes them in one statement
+// endsAlone reports whether the end of a is its row, its event and its
+// usage, with nothing else to write along (no end hook applies, no webhook
+// is due): the store then writes them in one statement where it can
 // (store.ActivationFinishRecorded), a run's end being most runs' last
 // round trips.
-func (s *Service) endsAlone(a *store.Activation, agent *store.Agent, usage []*store.UsageRecord) bool {
-	if agent == nil || len(usage) > 1 {
+func (s *Service) endsAlone(a *store.Activation, agent *store.Agent) bool {
+	if agent == nil {
 		return false
 	}
 	for _, h := range s.EndHooks {
@@ -343,16 +343,12 @@ var errEndedAlready = errors.New("activation ended already")
 // recordEndAlone is recordEnd of an end that endsAlone: its event is made
 // from a as o leaves it, and stored only if a was still running.
 func (s *Service) recordEndAlone(ctx context.Context, a *store.Activation, o store.Outcome, usage []*store.UsageRecord) error {
-	var rec *store.UsageRecord
-	if len(usage) == 1 {
-		rec = usage[0]
-	}
 	ev := s.endEvent(o.Applied(*a))
 	var ended *store.Activation
 	err := s.Events.RecordWith(s.Store, func(rows []*store.EventRow) error {
 		var ok bool
 		var err error
-		if ended, ok, err = s.Store.ActivationFinishRecorded(ctx, a.ID, o, rows, rec); err == nil && !ok {
+		if ended, ok, err = s.Store.ActivationFinishRecorded(ctx, a.ID, o, rows, usage...); err == nil && !ok {
 			err = errEndedAlready
 		}
 		return err
@@ -382,6 +378,9 @@ func (s *Service) endEvent(a *store.Activation) events.Event {
 // usage, the run's LLM calls that no step recorded. agent may be nil.
 func (s *Service) endedTx(ctx context.Context, tx *store.Store, a *store.Activation, agent *store.Agent, usage ...*store.UsageRecord) error {
 	for _, h := range s.EndHooks {
+		if !h.Applies(a) {
+			continue
+		}
 		if err := h.Run(ctx, tx, a); err != nil {
 			return err
 		}
@@ -429,10 +428,12 @@ func (s *Service) webhookTx(ctx context.Context, tx *store.Store, a *store.Activ
 	if s.Webhooks == nil {
 		return nil
 	}
-	if agent == nil && webhookTarget(a, nil) == "" {
-		agent, _ = tx.AgentGet(ctx, a.AgentID)
-	}
 	target := webhookTarget(a, agent)
+	if target == "" && agent == nil {
+		if agent, _ = tx.AgentGet(ctx, a.AgentID); agent != nil {
+			target = agent.WebhookURL
+		}
+	}
 	if target == "" {
 		return nil
 	}

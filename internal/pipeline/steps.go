@@ -225,10 +225,8 @@ func waitedOn(a *store.Activation) bool {
 	return bytes.Contains(a.Context, []byte(`"pipeline_run_id"`))
 }
 
+// stepActivationEnded moves on the run whose agent step waited on a.
 func (s *Service) stepActivationEnded(ctx context.Context, tx *store.Store, a *store.Activation) error {
-	if !waitedOn(a) {
-		return nil
-	}
 	runID, step, ok, err := tx.PipelineWaitTake(ctx, a.ID)
 	if err != nil || !ok {
 		return err

@@ -324,13 +324,14 @@ func (s *Store) ActivationFinish(ctx context.Context, id string, o Outcome) (*Ac
 }
 
 // ActivationFinishRecorded is ActivationFinish with the end's events (one
-// user's, given their seqs) and the run's usage record (nil: none), all
-// written only if the activation was still running. On PostgreSQL, outside
-// a transaction and without logs, it is one statement: the update, the
-// usage and the events as WITH queries, where BEGIN, three statements and
-// COMMIT were a round trip each. Elsewhere it is a transaction of those.
-func (s *Store) ActivationFinishRecorded(ctx context.Context, id string, o Outcome, rows []*EventRow, usage *UsageRecord) (*Activation, bool, error) {
-	if s.tx != nil || !s.d.writableCTE() || len(o.Logs) > 0 || len(rows) == 0 {
+// user's, given their seqs) and the run's usage records, all written only
+// if the activation was still running. On PostgreSQL, outside a
+// transaction, without logs and with at most one usage record, it is one
+// statement: the update, the usage and the events as WITH queries, where
+// BEGIN, three statements and COMMIT were a round trip each. Elsewhere it
+// is a transaction of those.
+func (s *Store) ActivationFinishRecorded(ctx context.Context, id string, o Outcome, rows []*EventRow, usage ...*UsageRecord) (*Activation, bool, error) {
+	if s.tx != nil || !s.d.writableCTE() || len(o.Logs) > 0 || len(rows) == 0 || len(usage) > 1 {
 		var a *Activation
 		var ok bool
 		err := s.InTx(ctx, func(tx *Store) error {
@@ -338,13 +339,7 @@ func (s *Store) ActivationFinishRecorded(ctx context.Context, id string, o Outco
 			if a, ok, err = tx.ActivationFinish(ctx, id, o); err != nil || !ok {
 				return err
 			}
-			if err := tx.EventAppend(ctx, rows...); err != nil {
-				return err
-			}
-			if usage == nil {
-				return nil
-			}
-			return tx.UsageInsert(ctx, usage)
+			return tx.EventAppendWithUsage(ctx, rows, usage...)
 		})
 		if err != nil {
 			return nil, false, err
@@ -357,12 +352,11 @@ func (s *Store) ActivationFinishRecorded(ctx context.Context, id string, o Outco
 	s.changingActivation(id)
 	output, errText := o.values()
 	lead := statement{`fin AS (` + s.finishSQL("status = 'running'") + `)`, []any{id, o.Status, output, errText, s.ts(o.CompletedAt)}}
-	const ran = "EXISTS (SELECT 1 FROM fin)"
-	if usage != nil {
-		lead.sql += ", " + usageWritesIf(ran, len(lead.args))
-		lead.args = append(lead.args, s.usageArgs(usage)...)
+	if len(usage) == 1 {
+		lead.sql += ", " + usageIfFinished
+		lead.args = append(lead.args, s.usageArgs(usage[0])...)
 	}
-	with, args := eventsInsert(s, rows, 0, lead, ran)
+	with, args := eventsInsert(s, rows, 0, lead, finished)
 	var a Activation
 	var prefix int64
 	err := scanActivation(withColumns{s.writer().QueryRowContext(ctx, with+` SELECT fin.*, x.prefix FROM fin, x`, args...), []any{&prefix}}, &a)
@@ -374,6 +368,14 @@ func (s *Store) ActivationFinishRecorded(ctx context.Context, id string, o Outco
 	}
 	return s.changed(&a, err)
 }
+
+// finished is ActivationFinishRecorded's condition of its writes: the
+// update (fin) found the run still running. usageIfFinished is its usage
+// writes, their arguments after the update's five; made once, as the
+// statement is every run's end.
+const finished = "EXISTS (SELECT 1 FROM fin)"
+
+var usageIfFinished = usageWritesIf(finished, 5)
 
 // ActivationCancel fails a queued or running activation with reason and
 // flags it so a worker still running it stops.
