@@ -32,6 +32,15 @@ func event(user, typ, app, chat string) events.Event {
 		Status: "completed", Context: map[string]any{"app_id": app, "chat_id": chat}}
 }
 
+// newBus is a bus over a fresh store of dialect d, stopped at the end.
+func newBus(t *testing.T, d store.Dialect) (*store.Store, *events.Bus) {
+	t.Helper()
+	s := testdb.Open(t, d)
+	b := events.New(s, testdb.Logger())
+	t.Cleanup(b.Stop)
+	return s, b
+}
+
 // appendCommit stores ev in its own transaction and publishes it after the
 // commit, the way the activation core does.
 func appendCommit(t *testing.T, b *events.Bus, s *store.Store, ev events.Event) events.Event {
@@ -97,8 +106,7 @@ func TestAppendSeqAndReplay(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
-		s := testdb.Open(t, d)
-		b := events.New(s, testdb.Logger())
+		s, b := newBus(t, d)
 		u1, u2 := newUser(t, s), newUser(t, s)
 		app := uuid.NewString()
 		// dense checks SQLite's exact numbers; both dialects increase.
@@ -186,8 +194,7 @@ func TestSeqVisibleInCommitOrder(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
-		s := testdb.Open(t, d)
-		b := events.New(s, testdb.Logger())
+		s, b := newBus(t, d)
 		user := newUser(t, s)
 		const writers, each = 8, 25
 
@@ -242,9 +249,7 @@ func TestSeqVisibleInCommitOrder(t *testing.T) {
 
 func TestFanOut(t *testing.T) {
 	t.Parallel()
-	s := testdb.Open(t, store.SQLite)
-	b := events.New(s, testdb.Logger())
-	t.Cleanup(b.Stop)
+	s, b := newBus(t, store.SQLite)
 	u1, u2 := newUser(t, s), newUser(t, s)
 
 	all := b.Subscribe(u1, events.Filter{}, 16)
@@ -291,9 +296,7 @@ func TestSubscribeNewStartsNow(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
-		s := testdb.Open(t, d)
-		b := events.New(s, testdb.Logger())
-		t.Cleanup(b.Stop)
+		s, b := newBus(t, d)
 		u := newUser(t, s)
 		// hold keeps the horizon below the events to come until release.
 		hold := func() (release func()) {
@@ -335,9 +338,7 @@ func TestSubscribeNewStartsNow(t *testing.T) {
 // subscription; the publisher and the others go on.
 func TestSlowSubscriberIsDropped(t *testing.T) {
 	t.Parallel()
-	s := testdb.Open(t, store.SQLite)
-	b := events.New(s, testdb.Logger())
-	t.Cleanup(b.Stop)
+	s, b := newBus(t, store.SQLite)
 	user := newUser(t, s)
 	slow := b.Subscribe(user, events.Filter{}, 4)
 	fast := b.Subscribe(user, events.Filter{}, 4)
@@ -361,8 +362,7 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 
 func TestStopClosesSubscriptions(t *testing.T) {
 	t.Parallel()
-	s := testdb.Open(t, store.SQLite)
-	b := events.New(s, testdb.Logger())
+	_, b := newBus(t, store.SQLite)
 	sub := b.Subscribe("u", events.Filter{}, 1)
 	b.Stop()
 	b.Stop()
@@ -491,8 +491,7 @@ func TestCleanupJob(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
-		s := testdb.Open(t, d)
-		b := events.New(s, testdb.Logger())
+		s, b := newBus(t, d)
 		user := newUser(t, s)
 		old := event(user, events.ActivationCompleted, "", "")
 		old.Timestamp = store.Now().Add(-events.Retention - time.Hour)

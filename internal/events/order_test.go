@@ -31,9 +31,7 @@ func TestDeliveryInSeqOrder(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
-		s := testdb.Open(t, d)
-		b := events.New(s, testdb.Logger())
-		t.Cleanup(b.Stop)
+		s, b := newBus(t, d)
 		user := newUser(t, s)
 
 		early := commitAll(t, b, s, event(user, events.ActivationCreated, "a", ""))
@@ -118,9 +116,7 @@ func TestBroadcastAcrossNodes(t *testing.T) {
 func TestLiveWaitsForOpenTransaction(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := testdb.Open(t, store.Postgres)
-	b := events.New(s, testdb.Logger())
-	t.Cleanup(b.Stop)
+	s, b := newBus(t, store.Postgres)
 	user := newUser(t, s)
 	sub := b.Subscribe(user, events.Filter{}, 16)
 
