@@ -383,6 +383,11 @@ func (s *Server) Run(ctx context.Context) error {
 	// is twice what it leaves live.
 	runtime.GC()
 	debug.FreeOSMemory()
+	if n, err := releaseStartupPages(); err != nil {
+		s.Log.Debug("release startup pages", "err", err)
+	} else {
+		s.Log.Debug("released startup pages", "mapped_bytes", n)
+	}
 	var runErr error
 	select {
 	case <-ctx.Done():
