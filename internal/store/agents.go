@@ -117,11 +117,25 @@ func (s *Store) AgentGetMany(ctx context.Context, ids []string) (map[string]*Age
 // a system agent, or when the app is gone), read in the same statement:
 // activate needs both, on every call.
 func (s *Store) AgentGetWithApp(ctx context.Context, id string) (*Agent, string, error) {
+	cached := s.agents != nil && s.tx == nil
+	var gen uint64
+	if cached {
+		if a, status, ok := s.agents.get(id); ok {
+			return a, status, nil
+		}
+		gen = s.agents.generation()
+	}
 	var a Agent
 	var appStatus sql.NullString
 	err := scanAgent(withColumns{s.reader().QueryRowContext(ctx, `SELECT `+agentColumns+`,
 		(SELECT status FROM apps WHERE apps.id = agents.app_id) FROM agents WHERE id = $1`, id), []any{&appStatus}}, &a)
-	return &a, appStatus.String, mapErr(err)
+	if err != nil {
+		return &a, "", mapErr(err)
+	}
+	if cached {
+		s.agents.put(gen, &a, appStatus.String)
+	}
+	return &a, appStatus.String, nil
 }
 
 // AgentGetInApp is AgentGetWithApp for the agent named name of one of
@@ -224,18 +238,21 @@ func (s *Store) AgentUpdate(ctx context.Context, a *Agent) error {
 	if err != nil {
 		return err
 	}
-	return expectOne(s.writer().ExecContext(ctx, `UPDATE agents SET name = $2, description = $3, agent_type_id = $4,
+	return s.changingAgents(func() error {
+		return expectOne(s.writer().ExecContext(ctx, `UPDATE agents SET name = $2, description = $3, agent_type_id = $4,
 		version = $5, status = $6, capabilities = $7, timeout_seconds = $8, config = $9, secret_enc = $10,
 		webhook_url = $11, updated_at = $12, input_schema = $13 WHERE id = $1`,
-		a.ID, a.Name, a.Description, a.AgentTypeID, a.Version, a.Status, caps, a.TimeoutSeconds, jsonOr(a.Config, "{}"),
-		a.SecretEnc, a.WebhookURL, s.ts(a.UpdatedAt), nullable(string(a.InputSchema))))
+			a.ID, a.Name, a.Description, a.AgentTypeID, a.Version, a.Status, caps, a.TimeoutSeconds, jsonOr(a.Config, "{}"),
+			a.SecretEnc, a.WebhookURL, s.ts(a.UpdatedAt), nullable(string(a.InputSchema))))
+	})
 }
 
 // AgentDelete deletes an agent and its activations.
 func (s *Store) AgentDelete(ctx context.Context, id string) error {
 	s.uncacheActivation("") // its activations go with it
-	err := expectOne(s.writer().ExecContext(ctx, `DELETE FROM agents WHERE id = $1`, id))
-	return err
+	return s.changingAgents(func() error {
+		return expectOne(s.writer().ExecContext(ctx, `DELETE FROM agents WHERE id = $1`, id))
+	})
 }
 
 // AgentUpsertSystem creates the system agent a, or brings an existing one
@@ -245,7 +262,13 @@ func (s *Store) AgentUpsertSystem(ctx context.Context, a *Agent) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.writer().ExecContext(ctx, `INSERT INTO agents (`+agentColumns+`)
+	return s.changingAgents(func() error {
+		return s.upsertSystemAgent(ctx, a, caps)
+	})
+}
+
+func (s *Store) upsertSystemAgent(ctx context.Context, a *Agent, caps string) error {
+	_, err := s.writer().ExecContext(ctx, `INSERT INTO agents (`+agentColumns+`)
 		VALUES ($1, NULL, NULL, $2, $3, $4, $5, 'active', TRUE, $6, $7, $8, '', '', $9, $9, NULL)
 		ON CONFLICT (id) DO UPDATE SET name = excluded.name, description = excluded.description,
 			agent_type_id = excluded.agent_type_id, version = excluded.version, capabilities = excluded.capabilities,

@@ -104,16 +104,19 @@ func (s *Store) AppListPublished(ctx context.Context, limit, offset int) ([]App,
 
 // AppUpdate writes every mutable field of a (not its owner, slug or id).
 func (s *Store) AppUpdate(ctx context.Context, a *App) error {
-	return expectOne(s.writer().ExecContext(ctx, `UPDATE apps SET name = $2, description = $3, version = $4, status = $5,
+	return s.changingAgents(func() error {
+		return expectOne(s.writer().ExecContext(ctx, `UPDATE apps SET name = $2, description = $3, version = $4, status = $5,
 		manifest = $6, marketplace_status = $7, entry_point_url = $8, webhook_secret_enc = $9, updated_at = $10 WHERE id = $1`,
-		a.ID, a.Name, a.Description, a.Version, a.Status, jsonOr(a.Manifest, "{}"), a.MarketplaceStatus, a.EntryPointURL,
-		a.WebhookSecretEnc, s.ts(a.UpdatedAt)))
+			a.ID, a.Name, a.Description, a.Version, a.Status, jsonOr(a.Manifest, "{}"), a.MarketplaceStatus, a.EntryPointURL,
+			a.WebhookSecretEnc, s.ts(a.UpdatedAt)))
+	})
 }
 
 // AppDelete deletes the app; its agents, parts, data and activations go
 // with it (ON DELETE CASCADE).
 func (s *Store) AppDelete(ctx context.Context, id string) error {
 	s.uncacheActivation("") // its activations go with it
-	err := expectOne(s.writer().ExecContext(ctx, `DELETE FROM apps WHERE id = $1`, id))
-	return err
+	return s.changingAgents(func() error {
+		return expectOne(s.writer().ExecContext(ctx, `DELETE FROM apps WHERE id = $1`, id))
+	})
 }

@@ -67,6 +67,9 @@ type Store struct {
 	commits *committer // SQLite: runs InTx; nil on PostgreSQL
 	// acts serves activation reads on SQLite (actcache.go); nil on PostgreSQL.
 	acts *activationCache
+	// agents serves AgentGetWithApp on SQLite (agentcache.go); nil on
+	// PostgreSQL.
+	agents *agentCache
 	// hooks collects the store's own work once this Store's transaction
 	// has committed (cache updates: on the committer's goroutine, in commit
 	// order); after collects the callers' (AfterCommit: on the caller's
@@ -162,7 +165,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	read.SetMaxOpenConns(max(4, 2*runtime.NumCPU()))
 	read.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
 	s := &Store{d: sqliteDialect{}, read: read, write: write, file: path, display: "sqlite " + path, migrated: new(atomic.Bool),
-		acts: newActivationCache()}
+		acts: newActivationCache(), agents: newAgentCache()}
 	s.commits = newCommitter(s)
 	return s, nil
 }

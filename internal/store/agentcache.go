@@ -1,0 +1,104 @@
+package store
+
+import (
+	"slices"
+	"sync"
+	"time"
+)
+
+// Every activation reads its agent and its app's status (AgentGetWithApp),
+// and on SQLite that read cost as much CPU as a tenth of the whole run. On
+// SQLite this process makes every write, so the store keeps what it read
+// and forgets all of it whenever a statement changes an agent or an app:
+// before the statement, and again once it has committed. A reader stores
+// what it read only if nothing was forgotten since it began: a read that
+// started before a change committed (and saw the old row) never lands after
+// it. PostgreSQL has no cache: other processes write there too.
+type agentCache struct {
+	mu       sync.Mutex
+	gen      uint64 // counts forget calls
+	cur, old map[string]agentEntry
+	rotated  time.Time
+}
+
+type agentEntry struct {
+	a         Agent
+	appStatus string
+}
+
+// An entry lives at least agentCacheSpan, at most twice that; a map holds at
+// most agentCacheMax entries (a burst of distinct agents rotates sooner), so
+// the cache stays a few megabytes whatever callers activate.
+const (
+	agentCacheSpan = time.Minute
+	agentCacheMax  = 4096
+)
+
+func newAgentCache() *agentCache {
+	return &agentCache{cur: map[string]agentEntry{}, old: map[string]agentEntry{}, rotated: time.Now()}
+}
+
+// get returns a copy of the cached agent (its slices too: callers may
+// change what they are given).
+func (c *agentCache) get(id string) (*Agent, string, bool) {
+	c.mu.Lock()
+	e, ok := c.cur[id]
+	if !ok {
+		e, ok = c.old[id]
+	}
+	c.mu.Unlock()
+	if !ok {
+		return nil, "", false
+	}
+	a := e.a
+	a.Capabilities, a.Config, a.InputSchema = slices.Clone(a.Capabilities), slices.Clone(a.Config), slices.Clone(a.InputSchema)
+	return &a, e.appStatus, true
+}
+
+// generation is what put must be given: read it before reading the row.
+func (c *agentCache) generation() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
+// put stores a (a copy of it) unless something was forgotten since gen.
+func (c *agentCache) put(gen uint64, a *Agent, appStatus string) {
+	e := agentEntry{a: *a, appStatus: appStatus}
+	e.a.Capabilities, e.a.Config, e.a.InputSchema = slices.Clone(a.Capabilities), slices.Clone(a.Config), slices.Clone(a.InputSchema)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if gen != c.gen {
+		return
+	}
+	if now := time.Now(); now.Sub(c.rotated) >= agentCacheSpan || len(c.cur) >= agentCacheMax {
+		c.old, c.cur, c.rotated = c.cur, make(map[string]agentEntry, len(c.cur)), now
+	}
+	delete(c.old, a.ID)
+	c.cur[a.ID] = e
+}
+
+func (c *agentCache) forget() {
+	c.mu.Lock()
+	c.gen++
+	clear(c.cur)
+	clear(c.old)
+	c.mu.Unlock()
+}
+
+// changingAgents wraps write, a statement that changes agents or apps: the
+// cache is forgotten before it, and again once it has committed (right
+// after it outside a transaction).
+func (s *Store) changingAgents(write func() error) error {
+	if s.agents == nil {
+		return write()
+	}
+	s.agents.forget()
+	err := write()
+	if s.tx == nil {
+		s.agents.forget()
+	} else {
+		s.onCommit(s.agents.forget)
+	}
+	return err
+}

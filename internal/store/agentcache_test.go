@@ -1,0 +1,74 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
+)
+
+// AgentGetWithApp answers from memory on SQLite: every change of the agent
+// or of its app, committed alone or in a transaction, shows in the next
+// read, and what a caller does to the agent it was given stays its own.
+func TestAgentGetWithAppSeesEveryChange(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		u := newUser(t, s, "a@example.com", false)
+		app := newApp(t, s, u.ID, "one")
+		ag := newAgent(t, s, app, "bot", "")
+		read := func() (*store.Agent, string) {
+			t.Helper()
+			got, status, err := s.AgentGetWithApp(ctx, ag.ID)
+			require.NoError(t, err)
+			return got, status
+		}
+
+		got, status := read()
+		require.JSONEq(t, `{"model":"echo"}`, string(got.Config))
+		require.Equal(t, "active", status)
+		got.Config[2] = 'X'
+		got.Capabilities = append(got.Capabilities, "mine")
+		got, _ = read()
+		require.JSONEq(t, `{"model":"echo"}`, string(got.Config), "a caller's change of its copy")
+		require.Empty(t, got.Capabilities)
+
+		ag.Config = json.RawMessage(`{"model":"two"}`)
+		require.NoError(t, s.AgentUpdate(ctx, ag))
+		got, _ = read()
+		require.JSONEq(t, `{"model":"two"}`, string(got.Config), "an update alone")
+
+		ag.Config = json.RawMessage(`{"model":"three"}`)
+		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error { return tx.AgentUpdate(ctx, ag) }))
+		got, _ = read()
+		require.JSONEq(t, `{"model":"three"}`, string(got.Config), "an update in a transaction")
+
+		ag.Config = json.RawMessage(`{"model":"four"}`)
+		require.Error(t, s.InTx(ctx, func(tx *store.Store) error {
+			require.NoError(t, tx.AgentUpdate(ctx, ag))
+			return context.Canceled
+		}))
+		got, _ = read()
+		require.JSONEq(t, `{"model":"three"}`, string(got.Config), "a rolled-back update")
+
+		app.Status = "disabled"
+		require.NoError(t, s.AppUpdate(ctx, app))
+		_, status = read()
+		require.Equal(t, "disabled", status, "the app's status")
+
+		require.NoError(t, s.AppDelete(ctx, app.ID))
+		_, _, err := s.AgentGetWithApp(ctx, ag.ID)
+		require.ErrorIs(t, err, store.ErrNotFound, "the app's deletion takes its agents")
+
+		other := newAgent(t, s, newApp(t, s, u.ID, "two"), "bot", "")
+		read2 := func() error { _, _, err := s.AgentGetWithApp(ctx, other.ID); return err }
+		require.NoError(t, read2())
+		require.NoError(t, s.AgentDelete(ctx, other.ID))
+		require.ErrorIs(t, read2(), store.ErrNotFound, "the agent's deletion")
+	})
+}
