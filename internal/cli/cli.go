@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
@@ -131,6 +132,10 @@ func serve(ctx context.Context, args []string, env Env, httpToo bool) error {
 		return err
 	}
 	log := server.NewLogger(cfg, env.Stderr)
+	if limit := config.SoftMemoryLimit(); limit > 0 {
+		debug.SetMemoryLimit(limit)
+		log.Info("soft memory limit: 90% of the cgroup's", "bytes", limit)
+	}
 	srv, err := server.New(ctx, cfg, log, server.Options{HTTP: httpToo})
 	if err != nil {
 		return err

@@ -449,3 +449,12 @@ func TestWorkersAndInflight(t *testing.T) {
 	c.Workers = 1024
 	require.GreaterOrEqual(t, c.JSLive(), 1024, "a VM for every CPU slot")
 }
+
+// The soft memory limit follows a container's limit, never overrides
+// GOMEMLIMIT, and is none on a machine without one.
+func TestSoftMemoryLimit(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, int64(900<<20), softMemoryLimit("", 1000<<20), "90 % of the cgroup's")
+	require.Zero(t, softMemoryLimit("2GiB", 1000<<20), "GOMEMLIMIT decides")
+	require.Zero(t, softMemoryLimit("", 0), "no cgroup limit")
+}

@@ -14,6 +14,15 @@ import (
 // defaults sized from memory (AP_MAX_INFLIGHT, the JavaScript VMs alive at
 // once) follow it, so a container gets what its limit allows.
 var Memory = sync.OnceValue(func() int64 {
+	if n := cgroupMemory(); n > 0 {
+		return n
+	}
+	return memTotal()
+})
+
+// cgroupMemory is this process's cgroup memory limit in bytes, 0 when none
+// is set (or it is above the machine's memory).
+var cgroupMemory = sync.OnceValue(func() int64 {
 	machine := memTotal()
 	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
 		b, err := os.ReadFile(path)
@@ -25,8 +34,25 @@ var Memory = sync.OnceValue(func() int64 {
 			return n
 		}
 	}
-	return machine
+	return 0
 })
+
+// SoftMemoryLimit is the Go runtime's soft memory limit that serve and
+// worker set (runtime/debug.SetMemoryLimit), 0 for none: 90 % of the
+// cgroup's memory limit unless GOMEMLIMIT is set. Go lets the heap grow to
+// twice what it holds live, plus the goroutines' stacks, before it
+// collects; runs in flight hold their memory for seconds, so a container
+// sized for its live memory would be killed at its limit while the
+// collector would have found half of it garbage. Without a cgroup limit
+// the machine is shared with others and Go's default pacing stands.
+func SoftMemoryLimit() int64 { return softMemoryLimit(os.Getenv("GOMEMLIMIT"), cgroupMemory()) }
+
+func softMemoryLimit(gomemlimit string, cgroup int64) int64 {
+	if gomemlimit != "" || cgroup <= 0 {
+		return 0
+	}
+	return cgroup / 10 * 9
+}
 
 // memTotal is /proc/meminfo's MemTotal in bytes, 0 when unread.
 func memTotal() int64 {
