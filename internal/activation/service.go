@@ -289,6 +289,9 @@ func (s *Service) Create(ctx context.Context, c *auth.Caller, r Request) (a *sto
 		}
 		return prior, ok, err
 	}
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, errAgentNotFound // deleted since it was read
+	}
 	if err != nil {
 		return nil, false, err
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,13 +121,14 @@ func jsonOr(raw json.RawMessage, empty string) string {
 
 // ActivationCreate inserts an activation: queued, or running when its
 // creator claims it at once. A repeated idempotency key of the same user is
-// ErrConflict.
+// ErrConflict; an agent (or app, or user) deleted since the caller read it
+// is ErrNotFound.
 func (s *Store) ActivationCreate(ctx context.Context, a *Activation) error {
 	var row Activation
 	insert := s.activationInsert(a)
 	err := scanActivation(s.writer().QueryRowContext(ctx, insert.sql+` RETURNING `+s.activationColumns(), insert.args...), &row)
 	if err != nil {
-		return mapErr(err)
+		return mapCreateErr(err)
 	}
 	s.cacheActivation(&row)
 	return nil
@@ -154,7 +156,18 @@ func (s *Store) ActivationCreateRecorded(ctx context.Context, a *Activation, row
 	}
 	insert := s.activationInsert(a)
 	insert.sql = "act AS (" + insert.sql + ")"
-	return mapErr(s.d.appendEvents(ctx, s, rows, 0, insert))
+	return mapCreateErr(s.d.appendEvents(ctx, s, rows, 0, insert))
+}
+
+// mapCreateErr is mapErr for an activation's insert. Its agent can be
+// deleted after the caller read it (on PostgreSQL another process may
+// still answer that read from its cache for a second: agentcache.go): the
+// activation names a row that is gone, not a fault.
+func mapCreateErr(err error) error {
+	if isForeignKeyViolation(err) {
+		return fmt.Errorf("%w: %v", ErrNotFound, err)
+	}
+	return mapErr(err)
 }
 
 // activationInsert is the statement that inserts a.

@@ -6,15 +6,19 @@ import (
 	"time"
 )
 
-// Every activation reads its agent and its app's status (AgentGetWithApp),
-// and on SQLite that read cost as much CPU as a tenth of the whole run. On
-// SQLite this process makes every write, so the store keeps what it read
-// and forgets all of it whenever a statement changes an agent or an app:
-// before the statement, and again once it has committed. A reader stores
-// what it read only if nothing was forgotten since it began: a read that
-// started before a change committed (and saw the old row) never lands after
-// it. PostgreSQL has no cache: other processes write there too.
+// Every activation reads its agent and its app's status (AgentGetWithApp):
+// on SQLite that read cost as much CPU as a tenth of the whole run, on
+// PostgreSQL one statement of the four and a half a run takes. The store
+// keeps what it read and forgets all of it whenever a statement of this
+// process changes an agent or an app: before the statement, and again once
+// it has committed. A reader stores what it read only if nothing was
+// forgotten since it began: a read that started before a change committed
+// (and saw the old row) never lands after it. On SQLite this process makes
+// every write, so that is all; on PostgreSQL other processes write too,
+// and an entry lives agentCacheTTL (a second) from its read: a change made
+// on another process applies there within a second, as with API keys.
 type agentCache struct {
+	ttl      time.Duration // 0: entries live until forgotten
 	mu       sync.Mutex
 	gen      uint64 // counts forget calls
 	cur, old map[string]agentEntry
@@ -24,7 +28,11 @@ type agentCache struct {
 type agentEntry struct {
 	a         Agent
 	appStatus string
+	read      time.Time // when the read that found it began
 }
+
+// agentCacheTTL is how long an entry lives on PostgreSQL.
+const agentCacheTTL = time.Second
 
 // An entry lives at least agentCacheSpan, at most twice that; a map holds at
 // most agentCacheMax entries (a burst of distinct agents rotates sooner), so
@@ -34,8 +42,8 @@ const (
 	agentCacheMax  = 4096
 )
 
-func newAgentCache() *agentCache {
-	return &agentCache{cur: map[string]agentEntry{}, old: map[string]agentEntry{}, rotated: time.Now()}
+func newAgentCache(ttl time.Duration) *agentCache {
+	return &agentCache{ttl: ttl, cur: map[string]agentEntry{}, old: map[string]agentEntry{}, rotated: time.Now()}
 }
 
 // get returns a copy of the cached agent (its slices too: callers may
@@ -46,8 +54,9 @@ func (c *agentCache) get(id string) (*Agent, string, bool) {
 	if !ok {
 		e, ok = c.old[id]
 	}
+	ttl := c.ttl
 	c.mu.Unlock()
-	if !ok {
+	if !ok || ttl > 0 && time.Since(e.read) >= ttl {
 		return nil, "", false
 	}
 	a := e.a
@@ -55,20 +64,25 @@ func (c *agentCache) get(id string) (*Agent, string, bool) {
 	return &a, e.appStatus, true
 }
 
-// generation is what put must be given: read it before reading the row.
-func (c *agentCache) generation() uint64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gen
+// A reading is what put must be given: begin it before reading the row.
+type agentReading struct {
+	gen  uint64
+	read time.Time
 }
 
-// put stores a (a copy of it) unless something was forgotten since gen.
-func (c *agentCache) put(gen uint64, a *Agent, appStatus string) {
-	e := agentEntry{a: *a, appStatus: appStatus}
+func (c *agentCache) begin() agentReading {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return agentReading{gen: c.gen, read: time.Now()}
+}
+
+// put stores a (a copy of it) unless something was forgotten since r began.
+func (c *agentCache) put(r agentReading, a *Agent, appStatus string) {
+	e := agentEntry{a: *a, appStatus: appStatus, read: r.read}
 	e.a.Capabilities, e.a.Config, e.a.InputSchema = slices.Clone(a.Capabilities), slices.Clone(a.Config), slices.Clone(a.InputSchema)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if gen != c.gen {
+	if r.gen != c.gen {
 		return
 	}
 	if now := time.Now(); now.Sub(c.rotated) >= agentCacheSpan || len(c.cur) >= agentCacheMax {

@@ -3,30 +3,31 @@ package store
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // A read that began before a change (and saw the row before it) is not
 // stored once the change is forgotten, before or after its commit.
 func TestAgentCacheRefusesReadsOlderThanAChange(t *testing.T) {
 	t.Parallel()
-	c := newAgentCache()
+	c := newAgentCache(0)
 	old := &Agent{ID: "a1", Name: "old"}
 
-	gen := c.generation() // a reader begins
-	c.forget()            // a change, before its statement
-	c.put(gen, old, "active")
+	r := c.begin() // a reader begins
+	c.forget()     // a change, before its statement
+	c.put(r, old, "active")
 	if _, _, ok := c.get("a1"); ok {
 		t.Fatal("a read from before the change was stored")
 	}
 
-	gen = c.generation() // a reader begins between the statement and its commit
-	c.forget()           // the commit
-	c.put(gen, old, "active")
+	r = c.begin() // a reader begins between the statement and its commit
+	c.forget()    // the commit
+	c.put(r, old, "active")
 	if _, _, ok := c.get("a1"); ok {
 		t.Fatal("a read from before the commit was stored")
 	}
 
-	c.put(c.generation(), old, "active")
+	c.put(c.begin(), old, "active")
 	if got, status, ok := c.get("a1"); !ok || got.Name != "old" || status != "active" {
 		t.Fatalf("a read after the change: %v %q %v", got, status, ok)
 	}
@@ -36,11 +37,28 @@ func TestAgentCacheRefusesReadsOlderThanAChange(t *testing.T) {
 // agentCacheMax entries.
 func TestAgentCacheIsBounded(t *testing.T) {
 	t.Parallel()
-	c := newAgentCache()
+	c := newAgentCache(0)
 	for i := range 3*agentCacheMax + 7 {
-		c.put(c.generation(), &Agent{ID: fmt.Sprint(i)}, "")
+		c.put(c.begin(), &Agent{ID: fmt.Sprint(i)}, "")
 	}
 	if n := len(c.cur) + len(c.old); n > 2*agentCacheMax {
 		t.Fatalf("%d entries", n)
+	}
+}
+
+// With a time to live (PostgreSQL: other processes write too), an entry
+// is not answered once that long has passed since its read began.
+func TestAgentCacheEntriesExpire(t *testing.T) {
+	t.Parallel()
+	c := newAgentCache(time.Hour)
+	c.put(c.begin(), &Agent{ID: "fresh"}, "")
+	r := c.begin()
+	r.read = r.read.Add(-2 * time.Hour)
+	c.put(r, &Agent{ID: "stale"}, "")
+	if _, _, ok := c.get("fresh"); !ok {
+		t.Fatal("a fresh entry missed")
+	}
+	if _, _, ok := c.get("stale"); ok {
+		t.Fatal("an entry past its time to live answered")
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/stretchr/testify/require"
 
@@ -71,4 +74,50 @@ func TestAgentGetWithAppSeesEveryChange(t *testing.T) {
 		require.NoError(t, s.AgentDelete(ctx, other.ID))
 		require.ErrorIs(t, read2(), store.ErrNotFound, "the agent's deletion")
 	})
+}
+
+// On PostgreSQL other processes change agents too: a process answers from
+// its cache for at most its time to live, and an activation of an agent
+// deleted meanwhile is ErrNotFound, not a fault.
+func TestAgentCacheAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.Migrated(t, store.Postgres)
+	open := func() *store.Store {
+		s, err := store.Open(ctx, url)
+		require.NoError(t, err)
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	one, two := open(), open()
+	u := newUser(t, one, "a@example.com", false)
+	ag := newAgent(t, one, newApp(t, one, u.ID, "one"), "bot", "")
+	configOnTwo := func() string {
+		got, _, err := two.AgentGetWithApp(ctx, ag.ID)
+		require.NoError(t, err)
+		return string(got.Config)
+	}
+
+	store.SetAgentCacheTTL(two, time.Hour)
+	require.JSONEq(t, `{"model":"echo"}`, configOnTwo())
+	ag.Config = json.RawMessage(`{"model":"two"}`)
+	require.NoError(t, one.AgentUpdate(ctx, ag))
+	require.JSONEq(t, `{"model":"echo"}`, configOnTwo(), "the other process answers from its cache")
+	store.SetAgentCacheTTL(two, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		var c struct{ Model string }
+		return json.Unmarshal([]byte(configOnTwo()), &c) == nil && c.Model == "two"
+	},
+		5*time.Second, 10*time.Millisecond, "and reads again once its entry has lived its time")
+
+	store.SetAgentCacheTTL(two, time.Hour)
+	cached, _, err := two.AgentGetWithApp(ctx, ag.ID)
+	require.NoError(t, err)
+	require.NoError(t, one.AgentDelete(ctx, ag.ID))
+	_, _, err = two.AgentGetWithApp(ctx, ag.ID)
+	require.NoError(t, err, "still cached on the other process")
+	now := store.Now()
+	err = two.ActivationCreate(ctx, &store.Activation{ID: uuid.NewString(), UserID: cached.UserID, AppID: cached.AppID, AgentID: cached.ID,
+		Status: store.StatusQueued, Priority: 2, CreatedAt: now})
+	require.ErrorIs(t, err, store.ErrNotFound, "an activation of the deleted agent")
 }

@@ -118,12 +118,12 @@ func (s *Store) AgentGetMany(ctx context.Context, ids []string) (map[string]*Age
 // activate needs both, on every call.
 func (s *Store) AgentGetWithApp(ctx context.Context, id string) (*Agent, string, error) {
 	cached := s.agents != nil && s.tx == nil
-	var gen uint64
+	var reading agentReading
 	if cached {
 		if a, status, ok := s.agents.get(id); ok {
 			return a, status, nil
 		}
-		gen = s.agents.generation()
+		reading = s.agents.begin()
 	}
 	var a Agent
 	var appStatus sql.NullString
@@ -133,7 +133,7 @@ func (s *Store) AgentGetWithApp(ctx context.Context, id string) (*Agent, string,
 		return &a, "", mapErr(err)
 	}
 	if cached {
-		s.agents.put(gen, &a, appStatus.String)
+		s.agents.put(reading, &a, appStatus.String)
 	}
 	return &a, appStatus.String, nil
 }

@@ -203,3 +203,10 @@ func (s *Store) Analyze(ctx context.Context) error {
 	_, err := s.writer().ExecContext(ctx, q)
 	return err
 }
+
+// SetAgentCacheTTL changes how long s's agent cache answers an entry.
+func SetAgentCacheTTL(s *Store, ttl time.Duration) {
+	s.agents.mu.Lock()
+	s.agents.ttl = ttl
+	s.agents.mu.Unlock()
+}

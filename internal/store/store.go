@@ -67,8 +67,7 @@ type Store struct {
 	commits *committer // SQLite: runs InTx; nil on PostgreSQL
 	// acts serves activation reads on SQLite (actcache.go); nil on PostgreSQL.
 	acts *activationCache
-	// agents serves AgentGetWithApp on SQLite (agentcache.go); nil on
-	// PostgreSQL.
+	// agents serves AgentGetWithApp (agentcache.go).
 	agents *agentCache
 	// hooks collects the store's own work once this Store's transaction
 	// has committed (cache updates: on the committer's goroutine, in commit
@@ -115,7 +114,8 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: connect to %s: %w", redact(dsn), err)
 	}
-	return &Store{d: postgresDialect{}, read: db, write: db, display: "postgres " + redact(dsn), migrated: new(atomic.Bool)}, nil
+	return &Store{d: postgresDialect{}, read: db, write: db, display: "postgres " + redact(dsn), migrated: new(atomic.Bool),
+		agents: newAgentCache(agentCacheTTL)}, nil
 }
 
 func openSQLite(ctx context.Context, path string) (*Store, error) {
@@ -165,7 +165,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	read.SetMaxOpenConns(max(4, 2*runtime.NumCPU()))
 	read.SetMaxIdleConns(max(4, 2*runtime.NumCPU()))
 	s := &Store{d: sqliteDialect{}, read: read, write: write, file: path, display: "sqlite " + path, migrated: new(atomic.Bool),
-		acts: newActivationCache(), agents: newAgentCache()}
+		acts: newActivationCache(), agents: newAgentCache(0)}
 	s.commits = newCommitter(s)
 	return s, nil
 }
@@ -373,6 +373,17 @@ func mapErr(err error) error {
 		return fmt.Errorf("%w: %v", ErrConflict, err)
 	}
 	return err
+}
+
+// isForeignKeyViolation reports whether err is an insert that named a row
+// that is gone (an activation of an agent deleted meanwhile).
+func isForeignKeyViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "23503"
+	}
+	var sqErr *sqlite.Error
+	return errors.As(err, &sqErr) && sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
 func isUniqueViolation(err error) bool {
