@@ -65,7 +65,7 @@ func (s *Service) Agent(ctx context.Context, c *auth.Caller, agentID string) (*s
 // system agent; anything else is ErrAgentNotFound. An agent of a disabled
 // app is ErrAppDisabled, a disabled agent ErrAgentDisabled (both 409).
 func (s *Service) VisibleAgent(ctx context.Context, c *auth.Caller, agentID string) (*store.Agent, error) {
-	a, appStatus, err := s.visibleAgent(ctx, c, agentID, "use")
+	a, appStatus, err := s.visibleAgent(ctx, c, agentID, actionUse)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func (s *Service) VisibleAgentInApp(ctx context.Context, c *auth.Caller, appID, 
 		return nil, false, ErrAgentNotFound
 	}
 	if err == nil {
-		err = s.reach(ctx, c, a, "use")
+		err = s.reach(ctx, c, a, actionUse)
 	}
 	if err != nil {
 		return nil, false, err
@@ -117,7 +117,11 @@ func (s *Service) visibleAgent(ctx context.Context, c *auth.Caller, agentID, act
 	if uuid.Validate(agentID) != nil {
 		return nil, "", ErrAgentNotFound
 	}
-	a, appStatus, err := s.store.AgentGetWithApp(ctx, agentID)
+	read := s.store.AgentGetWithApp
+	if action == actionUse {
+		read = s.store.AgentToActivate // on every activation: may be cached
+	}
+	a, appStatus, err := read(ctx, agentID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, "", ErrAgentNotFound
 	}

@@ -39,6 +39,7 @@ const (
 	resourceAgent     = "agent"
 	actionRead        = "read"
 	actionManage      = "manage"
+	actionUse         = "use"
 	maxAppNameLength  = 200
 	maxAgentNameChars = 100
 )

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Every activation reads its agent and its app's status (AgentGetWithApp):
+// Every activation reads its agent and its app's status (AgentToActivate):
 // on SQLite that read cost as much CPU as a tenth of the whole run, on
 // PostgreSQL one statement of the four and a half a run takes. The store
 // keeps what it read and forgets all of it whenever a statement of this

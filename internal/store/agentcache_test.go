@@ -14,10 +14,10 @@ import (
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
 
-// AgentGetWithApp answers from memory on SQLite: every change of the agent
+// AgentToActivate answers from memory: every change of the agent
 // or of its app, committed alone or in a transaction, shows in the next
 // read, and what a caller does to the agent it was given stays its own.
-func TestAgentGetWithAppSeesEveryChange(t *testing.T) {
+func TestAgentToActivateSeesEveryChange(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
@@ -27,7 +27,7 @@ func TestAgentGetWithAppSeesEveryChange(t *testing.T) {
 		ag := newAgent(t, s, app, "bot", "")
 		read := func() (*store.Agent, string) {
 			t.Helper()
-			got, status, err := s.AgentGetWithApp(ctx, ag.ID)
+			got, status, err := s.AgentToActivate(ctx, ag.ID)
 			require.NoError(t, err)
 			return got, status
 		}
@@ -65,11 +65,11 @@ func TestAgentGetWithAppSeesEveryChange(t *testing.T) {
 		require.Equal(t, "disabled", status, "the app's status")
 
 		require.NoError(t, s.AppDelete(ctx, app.ID))
-		_, _, err := s.AgentGetWithApp(ctx, ag.ID)
+		_, _, err := s.AgentToActivate(ctx, ag.ID)
 		require.ErrorIs(t, err, store.ErrNotFound, "the app's deletion takes its agents")
 
 		other := newAgent(t, s, newApp(t, s, u.ID, "two"), "bot", "")
-		read2 := func() error { _, _, err := s.AgentGetWithApp(ctx, other.ID); return err }
+		read2 := func() error { _, _, err := s.AgentToActivate(ctx, other.ID); return err }
 		require.NoError(t, read2())
 		require.NoError(t, s.AgentDelete(ctx, other.ID))
 		require.ErrorIs(t, read2(), store.ErrNotFound, "the agent's deletion")
@@ -93,7 +93,7 @@ func TestAgentCacheAcrossProcesses(t *testing.T) {
 	u := newUser(t, one, "a@example.com", false)
 	ag := newAgent(t, one, newApp(t, one, u.ID, "one"), "bot", "")
 	configOnTwo := func() string {
-		got, _, err := two.AgentGetWithApp(ctx, ag.ID)
+		got, _, err := two.AgentToActivate(ctx, ag.ID)
 		require.NoError(t, err)
 		return string(got.Config)
 	}
@@ -103,6 +103,9 @@ func TestAgentCacheAcrossProcesses(t *testing.T) {
 	ag.Config = json.RawMessage(`{"model":"two"}`)
 	require.NoError(t, one.AgentUpdate(ctx, ag))
 	require.JSONEq(t, `{"model":"echo"}`, configOnTwo(), "the other process answers from its cache")
+	fresh, _, err := two.AgentGetWithApp(ctx, ag.ID)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"model":"two"}`, string(fresh.Config), "but reads what a user sees anew")
 	store.SetAgentCacheTTL(two, 20*time.Millisecond)
 	require.Eventually(t, func() bool {
 		var c struct{ Model string }
@@ -111,10 +114,10 @@ func TestAgentCacheAcrossProcesses(t *testing.T) {
 		5*time.Second, 10*time.Millisecond, "and reads again once its entry has lived its time")
 
 	store.SetAgentCacheTTL(two, time.Hour)
-	cached, _, err := two.AgentGetWithApp(ctx, ag.ID)
+	cached, _, err := two.AgentToActivate(ctx, ag.ID)
 	require.NoError(t, err)
 	require.NoError(t, one.AgentDelete(ctx, ag.ID))
-	_, _, err = two.AgentGetWithApp(ctx, ag.ID)
+	_, _, err = two.AgentToActivate(ctx, ag.ID)
 	require.NoError(t, err, "still cached on the other process")
 	now := store.Now()
 	err = two.ActivationCreate(ctx, &store.Activation{ID: uuid.NewString(), UserID: cached.UserID, AppID: cached.AppID, AgentID: cached.ID,

@@ -114,28 +114,41 @@ func (s *Store) AgentGetMany(ctx context.Context, ids []string) (map[string]*Age
 }
 
 // AgentGetWithApp is AgentGet with the status of the agent's app ("" for
-// a system agent, or when the app is gone), read in the same statement:
-// activate needs both, on every call.
+// a system agent, or when the app is gone), read in the same statement.
 func (s *Store) AgentGetWithApp(ctx context.Context, id string) (*Agent, string, error) {
-	cached := s.agents != nil && s.tx == nil
-	var reading agentReading
-	if cached {
-		if a, status, ok := s.agents.get(id); ok {
-			return a, status, nil
-		}
-		reading = s.agents.begin()
+	a, status, _, err := s.agentWithApp(ctx, id)
+	return a, status, err
+}
+
+// AgentToActivate is AgentGetWithApp for an activation, which reads both
+// on every call: from memory when it can (agentcache.go). On PostgreSQL
+// what another process changed may show a second late here, so reads a
+// user sees (GET of the agent) and read-modify-writes use AgentGet or
+// AgentGetWithApp.
+func (s *Store) AgentToActivate(ctx context.Context, id string) (*Agent, string, error) {
+	if s.agents == nil || s.tx != nil {
+		return s.AgentGetWithApp(ctx, id)
 	}
-	var a Agent
-	var appStatus sql.NullString
-	err := scanAgent(withColumns{s.reader().QueryRowContext(ctx, `SELECT `+agentColumns+`,
-		(SELECT status FROM apps WHERE apps.id = agents.app_id) FROM agents WHERE id = $1`, id), []any{&appStatus}}, &a)
+	if a, status, ok := s.agents.get(id); ok {
+		return a, status, nil
+	}
+	reading := s.agents.begin()
+	a, status, found, err := s.agentWithApp(ctx, id)
+	if found {
+		s.agents.put(reading, a, status)
+	}
+	return a, status, err
+}
+
+func (s *Store) agentWithApp(ctx context.Context, id string) (a *Agent, appStatus string, found bool, err error) {
+	a = new(Agent)
+	var status sql.NullString
+	err = scanAgent(withColumns{s.reader().QueryRowContext(ctx, `SELECT `+agentColumns+`,
+		(SELECT status FROM apps WHERE apps.id = agents.app_id) FROM agents WHERE id = $1`, id), []any{&status}}, a)
 	if err != nil {
-		return &a, "", mapErr(err)
+		return a, "", false, mapErr(err)
 	}
-	if cached {
-		s.agents.put(reading, &a, appStatus.String)
-	}
-	return &a, appStatus.String, nil
+	return a, status.String, true, nil
 }
 
 // AgentGetInApp is AgentGetWithApp for the agent named name of one of
