@@ -83,6 +83,7 @@ var extraErrors = map[string]map[int]string{
 	"activate-app-agent":     {http.StatusConflict: activateConflict},
 	"create-activation":      {http.StatusConflict: activateConflict, http.StatusNotFound: "`agent_id` names no agent you can use."},
 	"cancel-activation":      {http.StatusConflict: "The activation has already ended."},
+	"answer-waitpoint":       {http.StatusConflict: "The waitpoint has been answered already, or its activation has ended."},
 	"create-llm-provider":    {http.StatusConflict: "You already have a provider of this name."},
 	"update-llm-provider":    {http.StatusConflict: "You already have a provider of this name."},
 	"readyz":                 {http.StatusServiceUnavailable: "Not ready: the database is unreachable or migrations are pending."},

@@ -329,6 +329,29 @@ func TestAnswersMatchTheDocument(t *testing.T) {
 		c.call(200, "GET", "/api/v1/activations/{activation_id}", one(routedID), nil, as)
 		require.NotEmpty(t, list(c.call(200, "GET", "/api/v1/activations/{activation_id}/logs", one(routedID), nil, as), "logs"))
 		c.call(404, "GET", "/api/v1/activations/{activation_id}/logs", one(routedID), nil, bearer(other))
+
+		// The example's front-desk: a tool loop whose escalation waits for
+		// a person's approval; its steps (llm, tool and wait: usage null on
+		// the last two) while it waits and once it is answered.
+		var desk string
+		for _, a := range agents {
+			if a["name"] == "front-desk" {
+				desk = a["agent_id"].(string)
+			}
+		}
+		waiting := c.call(201, "POST", "/api/v1/apps/{app_id}/agents/{agent_id}/activate", one(app, desk), map[string]any{"input_data": map[string]any{
+			"prompt": "call record_ticket {\"subject\": \"Charged twice\", \"body\": \"Two charges.\", \"customer_email\": \"c@example.com\"}\n" +
+				"call escalate {\"customer_email\": \"c@example.com\", \"reason\": \"double charge\"}"}}, as, header("Prefer", "wait=20"))
+		require.Equal(t, "running", waiting.str("status"), "it waits for the approval")
+		deskRun := waiting.str("activation_id")
+		wp := waiting.JSON["waiting"].(map[string]any)
+		c.call(200, "GET", "/api/v1/activations/{activation_id}/steps", one(deskRun), nil, as)
+		c.call(404, "GET", "/api/v1/activations/{activation_id}/steps", one(deskRun), nil, bearer(other))
+		approve := map[string]any{"decisions": []any{map[string]any{"tool_call_id": wp["tool_calls"].([]any)[0].(map[string]any)["tool_call_id"], "type": "approve"}}}
+		c.call(202, "POST", "/api/v1/activations/{activation_id}/waitpoints/{waitpoint_id}", one(deskRun, wp["waitpoint_id"].(string)), approve, as)
+		c.call(409, "POST", "/api/v1/activations/{activation_id}/waitpoints/{waitpoint_id}", one(deskRun, wp["waitpoint_id"].(string)), approve, as)
+		e.await(admin, deskRun)
+		c.call(200, "GET", "/api/v1/activations/{activation_id}/steps", one(deskRun), nil, as)
 		ticket := list(c.call(200, "GET", "/api/v1/data/{app_id}/{slug}", one(app, "tickets"), nil, as), "items")[0]["item_id"].(string)
 		c.call(200, "GET", "/api/v1/data/{app_id}/{slug}/{item_id}", one(app, "tickets", ticket), nil, as)
 		c.call(200, "GET", "/api/apps/{appId}/{modelSlug}", one(app, "tickets"), nil, as)

@@ -122,6 +122,7 @@ func knownShapes(registry huma.Registry) map[string]map[string]*huma.Schema {
 				"a wait step's: the activation's waiting"),
 			"output": anyJSONOrNull(registry, "an LLM step's: {text, tool_calls: [{id, name, arguments}], model, finish_reason}; "+
 				"a tool step's: its result (capped at 256 KiB); a wait step's: its answer"),
+			"usage": nullableCopy(reflect.TypeFor[llm.Usage](), "An LLM step's tokens; null for tool and wait steps"),
 		},
 		"WaitCall":     {"arguments": anyJSON(registry)},
 		"WaitDecision": {"arguments": anyObject("edit: the arguments to run the call with instead")},
