@@ -42,11 +42,11 @@ var Kinds = []string{KindFunction, KindAgent, KindHTTP, KindClient, KindMCP}
 // Spec is one entry of an LLM agent's agent_config.tools (DESIGN).
 type Spec struct {
 	Type        string `json:"type" enum:"function,agent,http,client,mcp" doc:"What the tool runs; mcp brings the tools of one of the app's MCP servers"`
-	Name        string `json:"name,omitempty" doc:"Unique in the agent, ^[a-zA-Z0-9_-]{1,64}$; defaults to the function's or agent's name. An mcp tool takes none: its tools are named <server>_<tool>"`
+	Name        string `json:"name,omitempty" pattern:"^[a-zA-Z0-9_-]{1,64}$" doc:"Unique in the agent; defaults to the function's or agent's name. An mcp tool takes none: its tools are named <server>_<tool>"`
 	Description string `json:"description,omitempty" doc:"What the model reads of the tool; defaults to the function's or agent's description"`
 	Approval    string `json:"approval,omitempty" enum:"always" doc:"always: every call waits for a person's decision"`
 	// TimeoutSeconds is a wait's length (approval, client tools).
-	TimeoutSeconds int    `json:"timeout_seconds,omitempty" doc:"How long a call waits for a decision or a client's result: default 86400, at most 2592000 (30 days)"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" minimum:"1" maximum:"2592000" doc:"How long a call waits for a decision or a client's result: default 86400, at most 2592000 (30 days)"`
 	Function       string `json:"function,omitempty" doc:"function: the function's name or id, in the agent's app"`
 	Agent          string `json:"agent,omitempty" doc:"agent: another agent's name or id, in the agent's app"`
 	Method         string `json:"method,omitempty" enum:"GET,POST,PUT,PATCH,DELETE" doc:"http: the method; GET and DELETE send the arguments as query parameters, the others as a JSON body"`
