@@ -604,3 +604,63 @@ func TestToolLoopAnthropic(t *testing.T) {
 		require.Contains(t, results[1].Content, "b@example.com")
 	})
 }
+
+// A tool naming another user's agent or function, by id, is refused when
+// the agent is saved, as if it did not exist.
+func TestToolsOfAnotherUserAreRefused(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		mine, theirs := e.signup("mine@example.com"), e.signup("theirs@example.com")
+		myApp := e.importManifest(mine, toolsManifest(nil, nil)).expect(t, 201).str("app_id")
+		theirApp := e.importManifest(theirs, toolsManifest(nil, nil)).expect(t, 201).str("app_id")
+		theirFn := list(e.do("GET", "/api/v1/functions?app_id="+theirApp, nil, bearer(theirs)).expect(t, 200), "functions")[0]["id"].(string)
+		for _, c := range []struct {
+			tool   map[string]any
+			detail string
+		}{
+			{map[string]any{"type": "agent", "agent": e.agentNamed(theirs, theirApp, "clerk")}, "agent_config.tools[0].agent"},
+			{map[string]any{"type": "function", "function": theirFn}, "agent_config.tools[0].function"},
+		} {
+			e.do("POST", "/api/v1/apps/"+myApp+"/agents", map[string]any{"name": "x", "agent_type_id": "llm",
+				"agent_config": map[string]any{"provider_id": "echo", "model": "echo", "tools": []map[string]any{c.tool}}}, bearer(mine)).
+				expectError(t, 400, "ValidationError", c.detail)
+		}
+	})
+}
+
+// A tool loop's output_data.usage is the sum of its LLM steps' usage.
+func TestToolLoopUsageIsTheStepsSum(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		f := newFakeEnv(t, d, llm.TypeOpenAICompatible)
+		f.fake.SetScript(func(_ context.Context, rec llmtest.Recorded) (llmtest.Reply, bool) {
+			if len(rec.Messages) < 5 {
+				return llmtest.Reply{ToolCalls: []llm.ToolCall{call(fmt.Sprintf("c%d", len(rec.Messages)), "lookup", `{"email":"a@example.com"}`)}}, true
+			}
+			return llmtest.Reply{Text: "done"}, true
+		})
+		_, clerk := f.agent([]map[string]any{{"type": "function", "function": "lookup"}}, nil)
+		id := f.start(clerk, "go")
+		done := f.await(f.tok, id)
+		require.Equal(t, "completed", done.str("status"), done.str("error"))
+		sum := map[string]float64{}
+		llmSteps := 0
+		for _, s := range steps(f.env, f.tok, id) {
+			if s["kind"] != "llm" {
+				require.Nil(t, s["usage"], "a %s step has no usage", s["kind"])
+				continue
+			}
+			llmSteps++
+			for k, v := range s["usage"].(map[string]any) {
+				sum[k] += v.(float64)
+			}
+		}
+		require.Equal(t, 3, llmSteps)
+		usage := done.JSON["output_data"].(map[string]any)["usage"].(map[string]any)
+		for _, k := range []string{"prompt_tokens", "completion_tokens", "total_tokens"} {
+			require.Positive(t, sum[k], k)
+			require.Equal(t, sum[k], usage[k], k)
+		}
+	})
+}
