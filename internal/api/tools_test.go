@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -213,6 +214,50 @@ func TestClientToolWaitsForItsCaller(t *testing.T) {
 		e.do("POST", path, map[string]any{"results": []any{map[string]any{"tool_call_id": call["tool_call_id"], "output": "2026-12-01"}}}, bearer(tok)).expect(t, 202)
 		r = e.waitFor(tok, id, func(r *resp) bool { return r.str("status") == "completed" })
 		require.Contains(t, r.JSON["output_data"].(map[string]any)["response"], "2026-12-01")
+
+		// A client that could not run its tool answers an error: the model
+		// is told, as of any failing tool, and the step failed.
+		id = e.activateWait(tok, clerk, `call pick_date {}`).str("activation_id")
+		w = e.waitFor(tok, id, func(r *resp) bool { return r.JSON["waiting"] != nil }).JSON["waiting"].(map[string]any)
+		call = w["tool_calls"].([]any)[0].(map[string]any)
+		e.do("POST", "/api/v1/activations/"+id+"/waitpoints/"+w["waitpoint_id"].(string), map[string]any{"results": []any{
+			map[string]any{"tool_call_id": call["tool_call_id"], "error": "The user closed the date picker"}}}, bearer(tok)).expect(t, 202)
+		r = e.waitFor(tok, id, func(r *resp) bool { return r.str("status") == "completed" })
+		require.Contains(t, r.JSON["output_data"].(map[string]any)["response"], "The user closed the date picker")
+		st := steps(e, tok, id)
+		require.Equal(t, "failed", st[1]["status"])
+		require.Equal(t, "The user closed the date picker", st[1]["error"])
+	})
+}
+
+// TestWaitingRunsHoldNoSlot: with one run in flight allowed, three runs
+// wait for approvals at once and a fourth, plain one still completes;
+// then the approvals let the three finish.
+func TestWaitingRunsHoldNoSlot(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, map[string]string{"AP_MAX_INFLIGHT": "1", "AP_WORKERS": "1"})
+		tok := e.signup("slots@example.com")
+		appID := e.importManifest(tok, toolsManifest([]map[string]any{{"type": "function", "function": "lookup", "approval": "always"}}, nil)).
+			expect(t, 201).str("app_id")
+		clerk := e.agentNamed(tok, appID, "clerk")
+
+		waiting := map[string]map[string]any{}
+		for i := range 3 {
+			id := e.activateWait(tok, clerk, fmt.Sprintf(`call lookup {"email":"%d@example.com"}`, i)).str("activation_id")
+			waiting[id] = e.waitFor(tok, id, func(r *resp) bool { return r.JSON["waiting"] != nil }).JSON["waiting"].(map[string]any)
+		}
+		plain := e.activateWait(tok, clerk, "hello").str("activation_id")
+		require.Equal(t, "completed", e.waitFor(tok, plain, func(r *resp) bool { return r.str("status") != "queued" && r.str("status") != "running" }).str("status"))
+
+		for id, w := range waiting {
+			call := w["tool_calls"].([]any)[0].(map[string]any)
+			e.do("POST", "/api/v1/activations/"+id+"/waitpoints/"+w["waitpoint_id"].(string),
+				map[string]any{"decisions": []any{map[string]any{"tool_call_id": call["tool_call_id"], "type": "approve"}}}, bearer(tok)).expect(t, 202)
+		}
+		for id := range waiting {
+			require.Equal(t, "completed", e.waitFor(tok, id, func(r *resp) bool { return r.str("status") != "running" }).str("status"))
+		}
 	})
 }
 
