@@ -22,6 +22,7 @@ type agentCache struct {
 	mu       sync.Mutex
 	gen      uint64 // counts forget calls
 	cur, old map[string]agentEntry
+	curBytes int // the entries' sizes in cur
 	rotated  time.Time
 }
 
@@ -35,12 +36,28 @@ type agentEntry struct {
 const agentCacheTTL = time.Second
 
 // An entry lives at least agentCacheSpan, at most twice that; a map holds at
-// most agentCacheMax entries (a burst of distinct agents rotates sooner), so
-// the cache stays a few megabytes whatever callers activate.
+// most agentCacheMax entries and agentCacheBytes of them (a burst of
+// distinct or large agents rotates sooner), so the cache stays a few
+// megabytes whatever callers activate: an agent's configuration may be a
+// megabyte of code. One larger than agentCacheEntryMax is not kept (read
+// again each time: its run costs far more than the read).
 const (
-	agentCacheSpan = time.Minute
-	agentCacheMax  = 4096
+	agentCacheSpan     = time.Minute
+	agentCacheMax      = 4096
+	agentCacheBytes    = 8 << 20
+	agentCacheEntryMax = agentCacheBytes / 32
 )
+
+// size is about what e holds in memory.
+func (e *agentEntry) size() int {
+	a := &e.a
+	n := 512 + len(a.ID) + len(a.AppID) + len(a.UserID) + len(a.Name) + len(a.Description) + len(a.AgentTypeID) + len(a.Version) +
+		len(a.Status) + len(a.Config) + len(a.SecretEnc) + len(a.WebhookURL) + len(a.InputSchema) + len(e.appStatus)
+	for _, c := range a.Capabilities {
+		n += 16 + len(c)
+	}
+	return n
+}
 
 func newAgentCache(ttl time.Duration) *agentCache {
 	return &agentCache{ttl: ttl, cur: map[string]agentEntry{}, old: map[string]agentEntry{}, rotated: time.Now()}
@@ -79,17 +96,25 @@ func (c *agentCache) begin() agentReading {
 // put stores a (a copy of it) unless something was forgotten since r began.
 func (c *agentCache) put(r agentReading, a *Agent, appStatus string) {
 	e := agentEntry{a: *a, appStatus: appStatus, read: r.read}
+	size := e.size()
+	if size > agentCacheEntryMax {
+		return
+	}
 	e.a.Capabilities, e.a.Config, e.a.InputSchema = slices.Clone(a.Capabilities), slices.Clone(a.Config), slices.Clone(a.InputSchema)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r.gen != c.gen {
 		return
 	}
-	if now := time.Now(); now.Sub(c.rotated) >= agentCacheSpan || len(c.cur) >= agentCacheMax {
-		c.old, c.cur, c.rotated = c.cur, make(map[string]agentEntry, len(c.cur)), now
+	if now := time.Now(); now.Sub(c.rotated) >= agentCacheSpan || len(c.cur) >= agentCacheMax || c.curBytes+size > agentCacheBytes {
+		c.old, c.cur, c.curBytes, c.rotated = c.cur, make(map[string]agentEntry, len(c.cur)), 0, now
 	}
 	delete(c.old, a.ID)
+	if prev, ok := c.cur[a.ID]; ok {
+		c.curBytes -= prev.size()
+	}
 	c.cur[a.ID] = e
+	c.curBytes += size
 }
 
 func (c *agentCache) forget() {
@@ -97,6 +122,7 @@ func (c *agentCache) forget() {
 	c.gen++
 	clear(c.cur)
 	clear(c.old)
+	c.curBytes = 0
 	c.mu.Unlock()
 }
 

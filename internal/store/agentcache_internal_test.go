@@ -1,7 +1,9 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,6 +45,35 @@ func TestAgentCacheIsBounded(t *testing.T) {
 	}
 	if n := len(c.cur) + len(c.old); n > 2*agentCacheMax {
 		t.Fatalf("%d entries", n)
+	}
+}
+
+// Agents with large configurations (a custom agent's code may be a
+// megabyte) are held to agentCacheBytes a map, and one too large for the
+// cache is read each time instead.
+func TestAgentCacheIsBoundedInBytes(t *testing.T) {
+	t.Parallel()
+	c := newAgentCache(0)
+	config := json.RawMessage(`{"code":"` + strings.Repeat("x", 100<<10) + `"}`)
+	for i := range 1000 {
+		c.put(c.begin(), &Agent{ID: fmt.Sprint(i), Config: config}, "")
+	}
+	total := 0
+	for _, m := range []map[string]agentEntry{c.cur, c.old} {
+		for _, e := range m {
+			total += e.size()
+		}
+	}
+	if total > 2*agentCacheBytes {
+		t.Fatalf("%d bytes held for 1000 agents of 100 KiB", total)
+	}
+	if _, _, ok := c.get("999"); !ok {
+		t.Fatal("the last agent read is not kept")
+	}
+	huge := json.RawMessage(`{"code":"` + strings.Repeat("x", agentCacheEntryMax) + `"}`)
+	c.put(c.begin(), &Agent{ID: "huge", Config: huge}, "")
+	if _, _, ok := c.get("huge"); ok {
+		t.Fatal("an agent larger than an entry may be was kept")
 	}
 }
 
