@@ -130,9 +130,6 @@ func (c *agentCache) forget() {
 // cache is forgotten before it, and again once it has committed (right
 // after it outside a transaction).
 func (s *Store) changingAgents(write func() error) error {
-	if s.agents == nil {
-		return write()
-	}
 	s.agents.forget()
 	err := write()
 	if s.tx == nil {

@@ -126,7 +126,7 @@ func (s *Store) AgentGetWithApp(ctx context.Context, id string) (*Agent, string,
 // user sees (GET of the agent) and read-modify-writes use AgentGet or
 // AgentGetWithApp.
 func (s *Store) AgentToActivate(ctx context.Context, id string) (*Agent, string, error) {
-	if s.agents == nil || s.tx != nil {
+	if s.tx != nil {
 		return s.AgentGetWithApp(ctx, id)
 	}
 	if a, status, ok := s.agents.get(id); ok {

@@ -10,10 +10,9 @@ var errLocked = errors.New("locked")
 // Exclusive makes this process the only server of a SQLite database until
 // Close: the group commit (commit.go) and the activation and agent caches
 // (actcache.go, agentcache.go) rely on every write going through this
-// process, so a
-// second serve or worker process on the same file must not start. It is a
-// no-op on PostgreSQL, where processes share nothing but the database.
-// One-off commands (migrate, user create) do not call it.
+// process, so a second serve or worker process on the same file must not
+// start. It is a no-op on PostgreSQL, where processes share nothing but
+// the database. One-off commands (migrate, user create) do not call it.
 func (s *Store) Exclusive() error {
 	if s.d.multiNode() || s.file == "" || s.file == ":memory:" {
 		return nil

@@ -67,7 +67,7 @@ type Store struct {
 	commits *committer // SQLite: runs InTx; nil on PostgreSQL
 	// acts serves activation reads on SQLite (actcache.go); nil on PostgreSQL.
 	acts *activationCache
-	// agents serves AgentGetWithApp (agentcache.go).
+	// agents serves AgentToActivate (agentcache.go); every store has one.
 	agents *agentCache
 	// hooks collects the store's own work once this Store's transaction
 	// has committed (cache updates: on the committer's goroutine, in commit
