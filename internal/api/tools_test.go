@@ -71,6 +71,20 @@ func (e *env) waitFor(tok, id string, cond func(*resp) bool) *resp {
 	}
 }
 
+// waitingOf polls activation id until its run waits: its waiting object
+// and the id of the first call it waits on.
+func (e *env) waitingOf(tok, id string) (w map[string]any, callID string) {
+	e.t.Helper()
+	w = e.waitFor(tok, id, func(r *resp) bool { return r.JSON["waiting"] != nil }).JSON["waiting"].(map[string]any)
+	return w, w["tool_calls"].([]any)[0].(map[string]any)["tool_call_id"].(string)
+}
+
+// answerWait posts body to the waitpoint of w, activation id's.
+func (e *env) answerWait(tok, id string, w, body map[string]any) *resp {
+	e.t.Helper()
+	return e.do("POST", "/api/v1/activations/"+id+"/waitpoints/"+w["waitpoint_id"].(string), body, bearer(tok))
+}
+
 func steps(e *env, tok, id string) []map[string]any {
 	e.t.Helper()
 	return list(e.do("GET", "/api/v1/activations/"+id+"/steps", nil, bearer(tok)).expect(e.t, 200), "steps")
@@ -205,23 +219,18 @@ func TestClientToolWaitsForItsCaller(t *testing.T) {
 		clerk := e.agentNamed(tok, appID, "clerk")
 
 		id := e.activateWait(tok, clerk, `call pick_date {}`).str("activation_id")
-		r := e.waitFor(tok, id, func(r *resp) bool { return r.JSON["waiting"] != nil })
-		w := r.JSON["waiting"].(map[string]any)
+		w, call := e.waitingOf(tok, id)
 		require.Equal(t, "tool_result", w["kind"])
-		call := w["tool_calls"].([]any)[0].(map[string]any)
-		path := "/api/v1/activations/" + id + "/waitpoints/" + w["waitpoint_id"].(string)
-		e.do("POST", path, map[string]any{"decisions": []any{map[string]any{"tool_call_id": call["tool_call_id"], "type": "approve"}}}, bearer(tok)).expect(t, 400)
-		e.do("POST", path, map[string]any{"results": []any{map[string]any{"tool_call_id": call["tool_call_id"], "output": "2026-12-01"}}}, bearer(tok)).expect(t, 202)
-		r = e.waitFor(tok, id, func(r *resp) bool { return r.str("status") == "completed" })
+		e.answerWait(tok, id, w, map[string]any{"decisions": []any{map[string]any{"tool_call_id": call, "type": "approve"}}}).expect(t, 400)
+		e.answerWait(tok, id, w, map[string]any{"results": []any{map[string]any{"tool_call_id": call, "output": "2026-12-01"}}}).expect(t, 202)
+		r := e.waitFor(tok, id, func(r *resp) bool { return r.str("status") == "completed" })
 		require.Contains(t, r.JSON["output_data"].(map[string]any)["response"], "2026-12-01")
 
 		// A client that could not run its tool answers an error: the model
 		// is told, as of any failing tool, and the step failed.
 		id = e.activateWait(tok, clerk, `call pick_date {}`).str("activation_id")
-		w = e.waitFor(tok, id, func(r *resp) bool { return r.JSON["waiting"] != nil }).JSON["waiting"].(map[string]any)
-		call = w["tool_calls"].([]any)[0].(map[string]any)
-		e.do("POST", "/api/v1/activations/"+id+"/waitpoints/"+w["waitpoint_id"].(string), map[string]any{"results": []any{
-			map[string]any{"tool_call_id": call["tool_call_id"], "error": "The user closed the date picker"}}}, bearer(tok)).expect(t, 202)
+		w, call = e.waitingOf(tok, id)
+		e.answerWait(tok, id, w, map[string]any{"results": []any{map[string]any{"tool_call_id": call, "error": "The user closed the date picker"}}}).expect(t, 202)
 		r = e.waitFor(tok, id, func(r *resp) bool { return r.str("status") == "completed" })
 		require.Contains(t, r.JSON["output_data"].(map[string]any)["response"], "The user closed the date picker")
 		st := steps(e, tok, id)
@@ -245,15 +254,14 @@ func TestWaitingRunsHoldNoSlot(t *testing.T) {
 		waiting := map[string]map[string]any{}
 		for i := range 3 {
 			id := e.activateWait(tok, clerk, fmt.Sprintf(`call lookup {"email":"%d@example.com"}`, i)).str("activation_id")
-			waiting[id] = e.waitFor(tok, id, func(r *resp) bool { return r.JSON["waiting"] != nil }).JSON["waiting"].(map[string]any)
+			waiting[id], _ = e.waitingOf(tok, id)
 		}
 		plain := e.activateWait(tok, clerk, "hello").str("activation_id")
 		require.Equal(t, "completed", e.waitFor(tok, plain, func(r *resp) bool { return r.str("status") != "queued" && r.str("status") != "running" }).str("status"))
 
 		for id, w := range waiting {
-			call := w["tool_calls"].([]any)[0].(map[string]any)
-			e.do("POST", "/api/v1/activations/"+id+"/waitpoints/"+w["waitpoint_id"].(string),
-				map[string]any{"decisions": []any{map[string]any{"tool_call_id": call["tool_call_id"], "type": "approve"}}}, bearer(tok)).expect(t, 202)
+			call := w["tool_calls"].([]any)[0].(map[string]any)["tool_call_id"]
+			e.answerWait(tok, id, w, map[string]any{"decisions": []any{map[string]any{"tool_call_id": call, "type": "approve"}}}).expect(t, 202)
 		}
 		for id := range waiting {
 			require.Equal(t, "completed", e.waitFor(tok, id, func(r *resp) bool { return r.str("status") != "running" }).str("status"))
