@@ -81,7 +81,7 @@ func (s *Service) VisibleAgentInApp(ctx context.Context, c *auth.Caller, appID, 
 	if appID != "" && uuid.Validate(appID) != nil {
 		return nil, false, ErrAgentNotFound
 	}
-	a, appStatus, shared, err := s.store.AgentGetInApp(ctx, c.UserID, appID, slug, name)
+	a, appStatus, shared, err := s.store.AgentToActivateInApp(ctx, c.UserID, appID, slug, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, ErrAgentNotFound
 	}

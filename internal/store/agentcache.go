@@ -6,12 +6,13 @@ import (
 	"time"
 )
 
-// Every activation reads its agent and its app's status (AgentToActivate):
-// on SQLite that read cost as much CPU as a tenth of the whole run, on
-// PostgreSQL one statement of the four and a half a run takes. The store
-// keeps what it read and forgets all of it whenever a statement of this
-// process changes an agent or an app: before the statement, and again once
-// it has committed. A reader stores what it read only if nothing was
+// Every activation reads its agent and its app's status (AgentToActivate,
+// or AgentToActivateInApp for MCP's and the OpenAI endpoint's calls, which
+// name it): on SQLite that read cost as much CPU as a tenth of the whole
+// run, on PostgreSQL one statement of the four and a half a run takes. The
+// store keeps what it read and forgets all of it whenever a statement of
+// this process changes an agent, an app, or the names of an app's functions
+// and pipelines: before the statement, and again once it has committed. A reader stores what it read only if nothing was
 // forgotten since it began: a read that started before a change committed
 // (and saw the old row) never lands after it. On SQLite this process makes
 // every write, so that is all; on PostgreSQL other processes write too,
@@ -29,6 +30,7 @@ type agentCache struct {
 type agentEntry struct {
 	a         Agent
 	appStatus string
+	shared    bool      // AgentToActivateInApp's shared
 	read      time.Time // when the read that found it began
 }
 
@@ -63,22 +65,29 @@ func newAgentCache(ttl time.Duration) *agentCache {
 	return &agentCache{ttl: ttl, cur: map[string]agentEntry{}, old: map[string]agentEntry{}, rotated: time.Now()}
 }
 
-// get returns a copy of the cached agent (its slices too: callers may
-// change what they are given).
-func (c *agentCache) get(id string) (*Agent, string, bool) {
+// An entry's key is the agent's id (AgentToActivate), or inAppKey's of
+// the name it was read by (AgentToActivateInApp): the two never meet, as
+// an id has no NUL.
+func inAppKey(userID, appID, appSlug, name string) string {
+	return "\x00" + userID + "\x00" + appID + "\x00" + appSlug + "\x00" + name
+}
+
+// get returns a copy of the entry of key (its agent's slices too: callers
+// may change what they are given).
+func (c *agentCache) get(key string) (agentEntry, bool) {
 	c.mu.Lock()
-	e, ok := c.cur[id]
+	e, ok := c.cur[key]
 	if !ok {
-		e, ok = c.old[id]
+		e, ok = c.old[key]
 	}
 	ttl := c.ttl
 	c.mu.Unlock()
 	if !ok || ttl > 0 && time.Since(e.read) >= ttl {
-		return nil, "", false
+		return agentEntry{}, false
 	}
-	a := e.a
+	a := &e.a
 	a.Capabilities, a.Config, a.InputSchema = slices.Clone(a.Capabilities), slices.Clone(a.Config), slices.Clone(a.InputSchema)
-	return &a, e.appStatus, true
+	return e, true
 }
 
 // A reading is what put must be given: begin it before reading the row.
@@ -93,14 +102,16 @@ func (c *agentCache) begin() agentReading {
 	return agentReading{gen: c.gen, read: time.Now()}
 }
 
-// put stores a (a copy of it) unless something was forgotten since r began.
-func (c *agentCache) put(r agentReading, a *Agent, appStatus string) {
-	e := agentEntry{a: *a, appStatus: appStatus, read: r.read}
-	size := e.size()
+// put stores e under key (a copy of its agent) unless something was
+// forgotten since r began.
+func (c *agentCache) put(r agentReading, key string, e agentEntry) {
+	e.read = r.read
+	size := e.size() + len(key)
 	if size > agentCacheEntryMax {
 		return
 	}
-	e.a.Capabilities, e.a.Config, e.a.InputSchema = slices.Clone(a.Capabilities), slices.Clone(a.Config), slices.Clone(a.InputSchema)
+	a := &e.a
+	a.Capabilities, a.Config, a.InputSchema = slices.Clone(a.Capabilities), slices.Clone(a.Config), slices.Clone(a.InputSchema)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r.gen != c.gen {
@@ -109,11 +120,11 @@ func (c *agentCache) put(r agentReading, a *Agent, appStatus string) {
 	if now := time.Now(); now.Sub(c.rotated) >= agentCacheSpan || len(c.cur) >= agentCacheMax || c.curBytes+size > agentCacheBytes {
 		c.old, c.cur, c.curBytes, c.rotated = c.cur, make(map[string]agentEntry, len(c.cur)), 0, now
 	}
-	delete(c.old, a.ID)
-	if prev, ok := c.cur[a.ID]; ok {
-		c.curBytes -= prev.size()
+	delete(c.old, key)
+	if prev, ok := c.cur[key]; ok {
+		c.curBytes -= prev.size() + len(key)
 	}
-	c.cur[a.ID] = e
+	c.cur[key] = e
 	c.curBytes += size
 }
 
@@ -126,7 +137,8 @@ func (c *agentCache) forget() {
 	c.mu.Unlock()
 }
 
-// changingAgents wraps write, a statement that changes agents or apps: the
+// changingAgents wraps write, a statement that changes agents or apps, or
+// the names of functions and pipelines (AgentGetInApp's shared): the
 // cache is forgotten before it, and again once it has committed (right
 // after it outside a transaction).
 func (s *Store) changingAgents(write func() error) error {

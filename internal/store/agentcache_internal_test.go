@@ -17,20 +17,20 @@ func TestAgentCacheRefusesReadsOlderThanAChange(t *testing.T) {
 
 	r := c.begin() // a reader begins
 	c.forget()     // a change, before its statement
-	c.put(r, old, "active")
-	if _, _, ok := c.get("a1"); ok {
+	c.putAgent(r, old, "active")
+	if _, _, ok := c.getAgent("a1"); ok {
 		t.Fatal("a read from before the change was stored")
 	}
 
 	r = c.begin() // a reader begins between the statement and its commit
 	c.forget()    // the commit
-	c.put(r, old, "active")
-	if _, _, ok := c.get("a1"); ok {
+	c.putAgent(r, old, "active")
+	if _, _, ok := c.getAgent("a1"); ok {
 		t.Fatal("a read from before the commit was stored")
 	}
 
-	c.put(c.begin(), old, "active")
-	if got, status, ok := c.get("a1"); !ok || got.Name != "old" || status != "active" {
+	c.putAgent(c.begin(), old, "active")
+	if got, status, ok := c.getAgent("a1"); !ok || got.Name != "old" || status != "active" {
 		t.Fatalf("a read after the change: %v %q %v", got, status, ok)
 	}
 }
@@ -41,7 +41,7 @@ func TestAgentCacheIsBounded(t *testing.T) {
 	t.Parallel()
 	c := newAgentCache(0)
 	for i := range 3*agentCacheMax + 7 {
-		c.put(c.begin(), &Agent{ID: fmt.Sprint(i)}, "")
+		c.putAgent(c.begin(), &Agent{ID: fmt.Sprint(i)}, "")
 	}
 	if n := len(c.cur) + len(c.old); n > 2*agentCacheMax {
 		t.Fatalf("%d entries", n)
@@ -56,7 +56,7 @@ func TestAgentCacheIsBoundedInBytes(t *testing.T) {
 	c := newAgentCache(0)
 	config := json.RawMessage(`{"code":"` + strings.Repeat("x", 100<<10) + `"}`)
 	for i := range 1000 {
-		c.put(c.begin(), &Agent{ID: fmt.Sprint(i), Config: config}, "")
+		c.putAgent(c.begin(), &Agent{ID: fmt.Sprint(i), Config: config}, "")
 	}
 	total := 0
 	for _, m := range []map[string]agentEntry{c.cur, c.old} {
@@ -67,12 +67,12 @@ func TestAgentCacheIsBoundedInBytes(t *testing.T) {
 	if total > 2*agentCacheBytes {
 		t.Fatalf("%d bytes held for 1000 agents of 100 KiB", total)
 	}
-	if _, _, ok := c.get("999"); !ok {
+	if _, _, ok := c.getAgent("999"); !ok {
 		t.Fatal("the last agent read is not kept")
 	}
 	huge := json.RawMessage(`{"code":"` + strings.Repeat("x", agentCacheEntryMax) + `"}`)
-	c.put(c.begin(), &Agent{ID: "huge", Config: huge}, "")
-	if _, _, ok := c.get("huge"); ok {
+	c.putAgent(c.begin(), &Agent{ID: "huge", Config: huge}, "")
+	if _, _, ok := c.getAgent("huge"); ok {
 		t.Fatal("an agent larger than an entry may be was kept")
 	}
 }
@@ -82,14 +82,25 @@ func TestAgentCacheIsBoundedInBytes(t *testing.T) {
 func TestAgentCacheEntriesExpire(t *testing.T) {
 	t.Parallel()
 	c := newAgentCache(time.Hour)
-	c.put(c.begin(), &Agent{ID: "fresh"}, "")
+	c.putAgent(c.begin(), &Agent{ID: "fresh"}, "")
 	r := c.begin()
 	r.read = r.read.Add(-2 * time.Hour)
-	c.put(r, &Agent{ID: "stale"}, "")
-	if _, _, ok := c.get("fresh"); !ok {
+	c.putAgent(r, &Agent{ID: "stale"}, "")
+	if _, _, ok := c.getAgent("fresh"); !ok {
 		t.Fatal("a fresh entry missed")
 	}
-	if _, _, ok := c.get("stale"); ok {
+	if _, _, ok := c.getAgent("stale"); ok {
 		t.Fatal("an entry past its time to live answered")
 	}
+}
+
+// putAgent and getAgent are put and get of an agent by its id, as
+// AgentToActivate keeps it.
+func (c *agentCache) putAgent(r agentReading, a *Agent, appStatus string) {
+	c.put(r, a.ID, agentEntry{a: *a, appStatus: appStatus})
+}
+
+func (c *agentCache) getAgent(id string) (*Agent, string, bool) {
+	e, ok := c.get(id)
+	return &e.a, e.appStatus, ok
 }

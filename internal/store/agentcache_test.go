@@ -76,6 +76,91 @@ func TestAgentToActivateSeesEveryChange(t *testing.T) {
 	})
 }
 
+// AgentToActivateInApp answers from memory too, by the app's id or its
+// slug: a renamed agent, a function or a pipeline taking or giving up the
+// agent's name (shared), and the app's status show in the next read,
+// committed alone or in a transaction; another user's name is not found.
+func TestAgentToActivateInAppSeesEveryChange(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		u, v := newUser(t, s, "a@example.com", false), newUser(t, s, "b@example.com", false)
+		app := newApp(t, s, u.ID, "one")
+		ag := newAgent(t, s, app, "bot", "")
+		type read struct {
+			ID, Status string
+			Shared     bool
+			Err        error
+		}
+		byID := func(user, name string) read {
+			a, status, shared, err := s.AgentToActivateInApp(ctx, user, app.ID, "", name)
+			if err != nil {
+				return read{Err: err}
+			}
+			return read{a.ID, status, shared, nil}
+		}
+		bySlug := func(slug, name string) read {
+			a, status, shared, err := s.AgentToActivateInApp(ctx, u.ID, "", slug, name)
+			if err != nil {
+				return read{Err: err}
+			}
+			return read{a.ID, status, shared, nil}
+		}
+		found := read{ID: ag.ID, Status: "active"}
+		notFound := read{Err: store.ErrNotFound}
+		for range 2 { // the second from memory
+			require.Equal(t, found, byID(u.ID, "bot"))
+			require.Equal(t, found, bySlug("one", "bot"))
+			require.Equal(t, notFound, byID(v.ID, "bot"), "another user's app")
+		}
+
+		ag.Name = "helper"
+		require.NoError(t, s.AgentUpdate(ctx, ag))
+		require.Equal(t, notFound, byID(u.ID, "bot"), "the agent renamed")
+		require.Equal(t, found, bySlug("one", "helper"))
+
+		app.Status = "disabled"
+		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error { return tx.AppUpdate(ctx, app) }))
+		disabled := found
+		disabled.Status = "disabled"
+		require.Equal(t, disabled, bySlug("one", "helper"), "the app's status")
+		app.Status = "active"
+		require.NoError(t, s.AppUpdate(ctx, app))
+		require.Equal(t, found, bySlug("one", "helper"))
+
+		now := store.Now()
+		f := &store.Function{ID: uuid.NewString(), AppID: app.ID, UserID: u.ID, Name: "helper", Code: "c", TimeoutSeconds: 30, CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, s.FunctionCreate(ctx, f))
+		shared := found
+		shared.Shared = true
+		require.Equal(t, shared, byID(u.ID, "helper"), "a function of the name")
+		f.Name = "other"
+		require.NoError(t, s.FunctionUpdate(ctx, f))
+		require.Equal(t, found, byID(u.ID, "helper"), "the function renamed")
+		f.Name = "helper"
+		require.NoError(t, s.FunctionUpdate(ctx, f))
+		require.Equal(t, shared, bySlug("one", "helper"))
+		require.NoError(t, s.FunctionDelete(ctx, f.ID))
+		require.Equal(t, found, bySlug("one", "helper"), "the function deleted")
+
+		p := &store.Pipeline{ID: uuid.NewString(), AppID: app.ID, UserID: u.ID, Name: "helper", CreatedAt: now, UpdatedAt: now}
+		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error { return tx.PipelineCreate(ctx, p) }))
+		require.Equal(t, shared, byID(u.ID, "helper"), "a pipeline of the name")
+		p.Name = "flow"
+		require.NoError(t, s.PipelineUpdate(ctx, p))
+		require.Equal(t, found, byID(u.ID, "helper"), "the pipeline renamed")
+		p.Name = "helper"
+		require.NoError(t, s.PipelineUpdate(ctx, p))
+		require.Equal(t, shared, byID(u.ID, "helper"))
+		require.NoError(t, s.PipelineDelete(ctx, p.ID))
+		require.Equal(t, found, byID(u.ID, "helper"), "the pipeline deleted")
+
+		require.NoError(t, s.AgentDelete(ctx, ag.ID))
+		require.Equal(t, notFound, byID(u.ID, "helper"), "the agent deleted")
+	})
+}
+
 // On PostgreSQL other processes change agents too: a process answers from
 // its cache for at most its time to live, and an activation of an agent
 // deleted meanwhile is ErrNotFound, not a fault.

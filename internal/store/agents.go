@@ -129,13 +129,13 @@ func (s *Store) AgentToActivate(ctx context.Context, id string) (*Agent, string,
 	if s.tx != nil {
 		return s.AgentGetWithApp(ctx, id)
 	}
-	if a, status, ok := s.agents.get(id); ok {
-		return a, status, nil
+	if e, ok := s.agents.get(id); ok {
+		return &e.a, e.appStatus, nil
 	}
 	reading := s.agents.begin()
 	a, status, found, err := s.agentWithApp(ctx, id)
 	if found {
-		s.agents.put(reading, a, status)
+		s.agents.put(reading, id, agentEntry{a: *a, appStatus: status})
 	}
 	return a, status, err
 }
@@ -166,6 +166,24 @@ func (s *Store) AgentGetInApp(ctx context.Context, userID, appID, appSlug, name 
 	}
 	err = scanAgent(withColumns{s.reader().QueryRowContext(ctx, q, userID, app, name), []any{&status, &shared}}, a)
 	return a, status.String, shared, mapErr(err)
+}
+
+// AgentToActivateInApp is AgentGetInApp for an activation, from memory
+// when it can, as AgentToActivate is.
+func (s *Store) AgentToActivateInApp(ctx context.Context, userID, appID, appSlug, name string) (*Agent, string, bool, error) {
+	if s.tx != nil {
+		return s.AgentGetInApp(ctx, userID, appID, appSlug, name)
+	}
+	key := inAppKey(userID, appID, appSlug, name)
+	if e, ok := s.agents.get(key); ok {
+		return &e.a, e.appStatus, e.shared, nil
+	}
+	reading := s.agents.begin()
+	a, status, shared, err := s.AgentGetInApp(ctx, userID, appID, appSlug, name)
+	if err == nil {
+		s.agents.put(reading, key, agentEntry{a: *a, appStatus: status, shared: shared})
+	}
+	return a, status, shared, err
 }
 
 // The statements of AgentGetInApp, by the app's id ($2) or by its slug.

@@ -82,22 +82,28 @@ func scanFunction(row interface{ Scan(...any) error }, f *Function) error {
 
 // FunctionCreate inserts f.
 func (s *Store) FunctionCreate(ctx context.Context, f *Function) error {
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO functions (`+functionColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		f.ID, f.AppID, f.UserID, f.Name, f.Description, f.Code, jsonOr(f.InputSchema, "{}"), f.TimeoutSeconds,
-		s.ts(f.CreatedAt), s.ts(f.UpdatedAt))
-	return mapErr(err)
+	return s.changingAgents(func() error {
+		_, err := s.writer().ExecContext(ctx, `INSERT INTO functions (`+functionColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			f.ID, f.AppID, f.UserID, f.Name, f.Description, f.Code, jsonOr(f.InputSchema, "{}"), f.TimeoutSeconds,
+			s.ts(f.CreatedAt), s.ts(f.UpdatedAt))
+		return mapErr(err)
+	})
 }
 
 // FunctionUpdate writes every mutable field of f.
 func (s *Store) FunctionUpdate(ctx context.Context, f *Function) error {
-	return expectOne(s.writer().ExecContext(ctx, `UPDATE functions SET name = $2, description = $3, code = $4,
+	return s.changingAgents(func() error {
+		return expectOne(s.writer().ExecContext(ctx, `UPDATE functions SET name = $2, description = $3, code = $4,
 		input_schema = $5, timeout_seconds = $6, updated_at = $7 WHERE id = $1`,
-		f.ID, f.Name, f.Description, f.Code, jsonOr(f.InputSchema, "{}"), f.TimeoutSeconds, s.ts(f.UpdatedAt)))
+			f.ID, f.Name, f.Description, f.Code, jsonOr(f.InputSchema, "{}"), f.TimeoutSeconds, s.ts(f.UpdatedAt)))
+	})
 }
 
 // FunctionDelete deletes a function.
 func (s *Store) FunctionDelete(ctx context.Context, id string) error {
-	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM functions WHERE id = $1`, id))
+	return s.changingAgents(func() error {
+		return expectOne(s.writer().ExecContext(ctx, `DELETE FROM functions WHERE id = $1`, id))
+	})
 }
 
 // FunctionGet returns the function with id, whoever owns it.
@@ -156,20 +162,26 @@ func scanPipeline(row interface{ Scan(...any) error }, p *Pipeline) error {
 
 // PipelineCreate inserts p.
 func (s *Store) PipelineCreate(ctx context.Context, p *Pipeline) error {
-	_, err := s.writer().ExecContext(ctx, `INSERT INTO pipelines (`+pipelineColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		p.ID, p.AppID, p.UserID, p.Name, p.Description, jsonOr(p.Steps, "[]"), s.ts(p.CreatedAt), s.ts(p.UpdatedAt))
-	return mapErr(err)
+	return s.changingAgents(func() error {
+		_, err := s.writer().ExecContext(ctx, `INSERT INTO pipelines (`+pipelineColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			p.ID, p.AppID, p.UserID, p.Name, p.Description, jsonOr(p.Steps, "[]"), s.ts(p.CreatedAt), s.ts(p.UpdatedAt))
+		return mapErr(err)
+	})
 }
 
 // PipelineUpdate writes every mutable field of p.
 func (s *Store) PipelineUpdate(ctx context.Context, p *Pipeline) error {
-	return expectOne(s.writer().ExecContext(ctx, `UPDATE pipelines SET name = $2, description = $3, steps = $4, updated_at = $5 WHERE id = $1`,
-		p.ID, p.Name, p.Description, jsonOr(p.Steps, "[]"), s.ts(p.UpdatedAt)))
+	return s.changingAgents(func() error {
+		return expectOne(s.writer().ExecContext(ctx, `UPDATE pipelines SET name = $2, description = $3, steps = $4, updated_at = $5 WHERE id = $1`,
+			p.ID, p.Name, p.Description, jsonOr(p.Steps, "[]"), s.ts(p.UpdatedAt)))
+	})
 }
 
 // PipelineDelete deletes a pipeline.
 func (s *Store) PipelineDelete(ctx context.Context, id string) error {
-	return expectOne(s.writer().ExecContext(ctx, `DELETE FROM pipelines WHERE id = $1`, id))
+	return s.changingAgents(func() error {
+		return expectOne(s.writer().ExecContext(ctx, `DELETE FROM pipelines WHERE id = $1`, id))
+	})
 }
 
 // PipelineGet returns the pipeline with id, whoever owns it.
