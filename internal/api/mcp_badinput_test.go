@@ -85,6 +85,10 @@ func TestMCPBadInput(t *testing.T) {
 				"params a string":          {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"x"}`, 200, -32602},
 				"a tool name not a string": {`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}`, 200, -32602},
 				"an unknown tool":          {call(route.prefix+"nope", `{}`), 200, -32602},
+				// Deep enough to overflow a recursive reader's stack; deeper
+				// than the SDK reads.
+				"nested 400,000 deep": {call(route.prefix+"triage", strings.Repeat("[", 400_000)+strings.Repeat("]", 400_000)), 400, -32700},
+				"nested 5,000 deep":   {call(route.prefix+"triage", `{"prompt":"x","a":`+strings.Repeat("[", 5000)+strings.Repeat("]", 5000)+`}`), 400, -32600},
 			} {
 				r := e.do("POST", route.path, []byte(c.body), bearer(key), mcpAccept)
 				require.Equal(t, c.status, r.Status, "%s %s: %s", route.path, name, r.Body)

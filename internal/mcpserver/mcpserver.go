@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdkjson "github.com/segmentio/encoding/json"
 
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/apperr"
@@ -114,7 +115,7 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Cal
 	case trimmed[0] == '[':
 		writeRPCError(w, nil, jsonrpc.CodeInvalidRequest, invalid("JSON-RPC batches are not supported: send one message per request"))
 		return
-	case !json.Valid(trimmed):
+	case !json.Valid(trimmed): // iterative, and 10,000 levels at most: what is parsed below is bounded
 		writeRPCError(w, nil, jsonrpc.CodeParseError, invalid("The body is not JSON: send one JSON-RPC message"))
 		return
 	}
@@ -128,7 +129,9 @@ func (s *Service) Serve(w http.ResponseWriter, r *http.Request, caller *auth.Cal
 			} `json:"_meta"`
 		} `json:"params"`
 	}
-	if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+	// Read as the SDK reads it (its decoder, its flags): what is checked
+	// here is what the SDK then runs.
+	if _, err := sdkjson.Parse(body, &msg, sdkjson.DontMatchCaseInsensitiveStructFields); err == nil && msg.Method == "tools/call" {
 		if err := auth.Allow(caller, auth.AppUse, http.MethodPost); err != nil {
 			writeRPCError(w, msg.ID, jsonrpc.CodeInvalidRequest, httperr.Body(ctx, err))
 			return

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdkjson "github.com/segmentio/encoding/json"
+	"github.com/tidwall/gjson"
 
 	"github.com/agentplatform/agentplatform/internal/activation"
 	"github.com/agentplatform/agentplatform/internal/apperr"
@@ -206,25 +209,43 @@ func deref(p *string, or string) string {
 	return *p
 }
 
+// llmArguments are an LLM agent's activation input, {prompt}, and the
+// chat it continues, from its tool's arguments {prompt, chat_id?}. The
+// prompt is passed on as it was written, not decoded and encoded again:
+// this is on every call.
+func llmArguments(args json.RawMessage) (input json.RawMessage, chatID string, err error) {
+	var in struct {
+		Prompt json.RawMessage `json:"prompt"`
+		ChatID *string         `json:"chat_id"`
+	}
+	if err := sdkjson.Unmarshal(args, &in); err != nil {
+		return nil, "", apperr.Invalid("arguments", "Invalid arguments: "+err.Error())
+	}
+	switch {
+	case len(in.Prompt) == 0 || string(in.Prompt) == "null":
+		return nil, "", apperr.Invalid("prompt", "Missing required field prompt")
+	case in.Prompt[0] != '"':
+		return nil, "", apperr.Invalid("prompt", "Invalid arguments: prompt must be a string")
+	}
+	if in.ChatID != nil {
+		chatID = *in.ChatID
+	}
+	return slices.Concat([]byte(`{"prompt":`), in.Prompt, []byte(`}`)), chatID, nil
+}
+
 // activate runs the tool's agent: an activation with context.source
 // "mcp", waited for until it ends. A call cancelled before (its client
 // gone, or a cancel notification) cancels the activation.
 func (t tool) activate(ctx context.Context, s *Service, c *auth.Caller, args json.RawMessage, notify progress) (*mcp.CallToolResult, error) {
 	r := activation.Request{AgentID: t.id, Agent: t.agent, AppID: t.app, InputData: args, Context: map[string]any{"source": "mcp"}}
 	if t.llm {
-		var in struct {
-			Prompt *string `json:"prompt"`
-			ChatID string  `json:"chat_id"`
+		input, chatID, err := llmArguments(args)
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(args, &in); err != nil {
-			return nil, apperr.Invalid("arguments", "Invalid arguments: "+err.Error())
-		}
-		if in.Prompt == nil {
-			return nil, apperr.Invalid("prompt", "Missing required field prompt")
-		}
-		r.InputData, _ = json.Marshal(map[string]string{"prompt": *in.Prompt})
-		if in.ChatID != "" {
-			r.Context["chat_id"] = in.ChatID
+		r.InputData = input
+		if chatID != "" {
+			r.Context["chat_id"] = chatID
 		}
 	}
 	act, _, err := s.Activations.Create(ctx, c, r)
@@ -253,11 +274,7 @@ func (t tool) activate(ctx context.Context, s *Service, c *auth.Caller, args jso
 	}
 	text := ""
 	if t.llm {
-		var out struct {
-			Response string `json:"response"`
-		}
-		_ = json.Unmarshal(act.OutputData, &out)
-		text = out.Response
+		text = gjson.GetBytes(act.OutputData, "response").String()
 	}
 	return answer(act.OutputData, text), nil
 }
