@@ -935,6 +935,12 @@ func (c *streamableServerConn) propagateCancellation() bool {
 	return c.shouldPropagateCancellation
 }
 
+// serial implements [serialConnection]: a stateless connection carries the
+// messages of one HTTP request.
+func (c *streamableServerConn) serial() bool {
+	return c.stateless
+}
+
 // A stream is a single logical stream of SSE events within a server session.
 // A stream begins with a client request, or with a client GET that has
 // no Last-Event-ID header.

@@ -222,6 +222,10 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 	if cp, ok := mcpConn.(cancellationPropagator); ok {
 		propagateCancellation = cp.propagateCancellation()
 	}
+	var serial bool
+	if sc, ok := mcpConn.(serialConnection); ok {
+		serial = sc.serial()
+	}
 	_ = jsonrpc2.NewConnection(ctx, jsonrpc2.ConnectionConfig{
 		Reader:    reader,
 		Writer:    writer,
@@ -235,6 +239,7 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 			logger.Error("jsonrpc2 internal error", "error", err)
 		},
 		PropagateCancellation: propagateCancellation,
+		Serial:                serial,
 	})
 	assert(preempter.conn != nil, "unbound preempter")
 	return h, nil
@@ -248,6 +253,13 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 // when the carrier observes the peer going away.
 type cancellationPropagator interface {
 	propagateCancellation() bool
+}
+
+// serialConnection is an optional interface implemented by a [Connection]
+// that carries a single request (a stateless HTTP request): its handler
+// then runs without a goroutine of its own (jsonrpc2.ConnectionConfig.Serial).
+type serialConnection interface {
+	serial() bool
 }
 
 // A canceller is a jsonrpc2.Preempter that cancels in-flight requests on MCP

@@ -53,6 +53,7 @@ type Connection struct {
 
 	writer  Writer
 	handler Handler
+	serial  bool // see ConnectionConfig.Serial
 
 	onInternalError func(error)
 	onDone          func()
@@ -224,6 +225,13 @@ type ConnectionConfig struct {
 	// the connection is tied to a carrier that owns it and whose end means
 	// the request is cancelled).
 	PropagateCancellation bool // optional
+
+	// Serial runs each request's handler on the goroutine that takes the
+	// requests in turn, to its end, instead of on a goroutine of its own
+	// that may run on (see [Async]) beside the next: for a connection
+	// that carries one request (a stateless HTTP request), where there is
+	// no next request and the goroutine is pure cost.
+	Serial bool // optional
 }
 
 // NewConnection creates a new [Connection] object and starts processing
@@ -237,6 +245,7 @@ func NewConnection(ctx context.Context, cfg ConnectionConfig) *Connection {
 		state:           inFlightState{closer: cfg.Closer},
 		done:            make(chan struct{}),
 		writer:          cfg.Writer,
+		serial:          cfg.Serial,
 		onDone:          cfg.OnDone,
 		onInternalError: cfg.OnInternalError,
 	}
@@ -676,6 +685,12 @@ func (c *Connection) handleAsync() {
 				err = cause
 			}
 			c.processResult("handleAsync", req, nil, err)
+			continue
+		}
+
+		if c.serial {
+			result, err := c.handler.Handle(req.ctx, req.Request)
+			c.processResult(c.handler, req, result, err)
 			continue
 		}
 
