@@ -422,6 +422,14 @@ func BenchmarkReach(b *testing.B) {
 			b.Run(string(d)+"/"+tc.name, func(b *testing.B) {
 				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 				body := []byte(tc.body)
+				rows := func() int {
+					var n int
+					if err := e.srv.Store.DB().QueryRow("SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM activation_steps) + (SELECT count(*) FROM activations)").Scan(&n); err != nil {
+						b.Fatal(err)
+					}
+					return n
+				}
+				before := rows()
 				cpu := processCPU()
 				b.ReportAllocs()
 				b.SetParallelism(4)
@@ -449,6 +457,7 @@ func BenchmarkReach(b *testing.B) {
 				})
 				b.StopTimer()
 				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(rows()-before)/float64(b.N), "rows/op")
 			})
 		}
 	}
