@@ -146,6 +146,10 @@ func (a *API) openStream(ctx context.Context, c *auth.Caller) (_ context.Context
 // timeout.
 func (a *API) CloseStreams() { a.endStreams() }
 
+// Close releases what the API keeps between requests (the MCP calls'
+// warm goroutines); the server calls it as it closes.
+func (a *API) Close() { a.mcp.Close() }
+
 // watch opens activation act's events and tokens, then reads its state:
 // in that order, so that neither a token nor the end can slip by in
 // between. stop closes what it opened.

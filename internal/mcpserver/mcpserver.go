@@ -32,6 +32,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/httperr"
 	"github.com/agentplatform/agentplatform/internal/pipeline"
 	"github.com/agentplatform/agentplatform/internal/version"
+	"github.com/agentplatform/agentplatform/internal/warm"
 )
 
 // Deps are the services a tool call goes through: the same the API's
@@ -52,7 +53,11 @@ type Service struct {
 	calls            callServers
 	// pipelinePoll is how often a pipeline call reads its run's state.
 	pipelinePoll time.Duration
+	warm         *warm.Pool
 }
+
+// Close ends the goroutines kept warm for calls.
+func (s *Service) Close() { s.warm.Close() }
 
 // CallTimeout bounds how long a tool call waits for its run to end. An
 // activation also ends by its own timeout; a pipeline run has none.
@@ -60,7 +65,7 @@ const CallTimeout = 15 * time.Minute
 
 // New builds the service.
 func New(d Deps) *Service {
-	s := &Service{Deps: d, pipelinePoll: 100 * time.Millisecond}
+	s := &Service{Deps: d, pipelinePoll: 100 * time.Millisecond, warm: warm.New(10 * time.Second)}
 	s.plain, s.streaming = newHandler(true), newHandler(false)
 	return s
 }
@@ -313,7 +318,11 @@ func (s *Service) handle(caller *auth.Caller, t tool) mcp.ToolHandler {
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		out, err := t.run(ctx, s, caller, args, progressOf(req))
+		var out *mcp.CallToolResult
+		var err error
+		// The SDK calls this on a goroutine of the request's own: the run
+		// goes deep (down to the database driver) on a warm one instead.
+		s.warm.Run(func() { out, err = t.run(ctx, s, caller, args, progressOf(req)) })
 		if err != nil {
 			return failed(httperr.Body(ctx, err).Detail), nil
 		}

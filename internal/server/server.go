@@ -125,6 +125,9 @@ func (s *Server) Close() {
 		if s.Auth != nil {
 			s.Auth.Close()
 		}
+		if s.API != nil {
+			s.API.Close()
+		}
 		s.Store.Close()
 		// Tests that never Run stop the exporter here (Run's sequence
 		// stopped it already otherwise: a second stop does nothing).
