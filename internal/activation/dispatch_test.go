@@ -121,7 +121,7 @@ func TestDispatchLetsANewcomerIn(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
 		b := setup(t, d, true, activation.Options{Concurrency: 2}, func(deps *activation.Deps) {
-			deps.Executors = llmOnly(deps.Store, paced{20 * time.Millisecond})
+			deps.Executors = llmOnly(deps.Store, paced{60 * time.Millisecond})
 		})
 		r, err := b.svc.StartRecovery(ctx)
 		require.NoError(t, err)
