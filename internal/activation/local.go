@@ -10,6 +10,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/telemetry"
+	"github.com/agentplatform/agentplatform/internal/warm"
 )
 
 // The local fast path. When the process that creates an activation is a
@@ -43,6 +44,10 @@ type local struct {
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
+	// warm runs the runs: on goroutines kept from earlier runs, whose
+	// stacks have grown to what a run needs (a new one's copies itself
+	// as it grows, on every run).
+	warm *warm.Pool
 
 	// The dispatcher (dispatch.go): wake has it look for queued
 	// activations, quit stops it, dispatched is closed once it has.
@@ -59,7 +64,7 @@ func (s *Service) startLocal() {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := max(1, s.opts.Concurrency)
 	l := &local{claims: make(chan struct{}, n), slots: fairshare.Shared(n), ctx: ctx, stop: cancel,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), dispatched: make(chan struct{})}
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), dispatched: make(chan struct{}), warm: warm.New(10 * time.Second)}
 	s.local.Store(l)
 	// A restarted worker takes what was queued meanwhile at once.
 	l.poke()
@@ -85,6 +90,7 @@ func (s *Service) stopLocal(ctx context.Context) {
 		<-done
 	}
 	l.stop()
+	l.warm.Close()
 }
 
 // takeClaim reserves room for one more claimed activation without waiting;
@@ -130,7 +136,7 @@ func (s *Service) trackLocal(ctx context.Context, id string) *tracked {
 func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, release func()) {
 	l := s.local.Load()
 	l.wg.Add(1)
-	go func() {
+	l.warm.Go(func() {
 		defer l.wg.Done()
 		defer func() {
 			release()
@@ -148,7 +154,7 @@ func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, 
 		if err := s.runClaimed(l.ctx, r, a, agent, slot); err != nil && err != errShutdown {
 			s.Log.Error("run activation", "activation_id", a.ID, "err", err)
 		}
-	}()
+	})
 }
 
 // refreshPaused follows the queue's pause state, which an admin may set on

@@ -36,7 +36,7 @@ type worker struct {
 
 type task struct {
 	f    func()
-	done chan<- any // f's panic, or nil
+	done chan<- any // f's panic, or nil; nil for Go
 }
 
 // New returns a pool whose idle goroutines end after idleFor.
@@ -49,12 +49,30 @@ func New(idleFor time.Duration) *Pool {
 // run on the caller's goroutine.
 func (p *Pool) Run(f func()) {
 	done := make(chan any, 1)
-	t := task{f, done}
+	if !p.start(task{f, done}) {
+		f()
+		return
+	}
+	if v := <-done; v != nil {
+		panic(v)
+	}
+}
+
+// Go runs f on a warm goroutine, or a new one when none is idle (or the
+// pool is closed), as a go statement does: a panic of f ends the process.
+func (p *Pool) Go(f func()) {
+	if !p.start(task{f: f}) {
+		go f()
+	}
+}
+
+// start hands t to an idle goroutine or a new one; false once the pool
+// is closed.
+func (p *Pool) start(t task) bool {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		f()
-		return
+		return false
 	}
 	var w *worker
 	if n := len(p.idle); n > 0 {
@@ -66,9 +84,7 @@ func (p *Pool) Run(f func()) {
 		go p.serve(w)
 	}
 	w.work <- t
-	if v := <-done; v != nil {
-		panic(v)
-	}
+	return true
 }
 
 func (p *Pool) serve(w *worker) {
@@ -108,6 +124,12 @@ func (p *Pool) run(w *worker, t task) (rest bool) {
 			p.idle = append(p.idle, w)
 		}
 		p.mu.Unlock()
+		if t.done == nil {
+			if v != nil {
+				panic(v)
+			}
+			return
+		}
 		t.done <- v
 	}()
 	t.f()

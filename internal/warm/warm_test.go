@@ -108,6 +108,31 @@ func TestIdleGoroutinesEnd(t *testing.T) {
 	}
 }
 
+// Go runs its function on a warm goroutine without waiting for it.
+func TestGo(t *testing.T) {
+	p := New(20 * time.Millisecond)
+	var first, second string
+	done := make(chan struct{})
+	p.Go(func() { first = goid(); close(done) })
+	<-done
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		p.mu.Lock()
+		idle := len(p.idle)
+		p.mu.Unlock()
+		if idle == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the goroutine did not come back")
+		}
+		runtime.Gosched()
+	}
+	p.Run(func() { second = goid() })
+	if first != second {
+		t.Fatalf("Go ran on %s, the next Run on %s", first, second)
+	}
+}
+
 // Close ends every goroutine, idle or busy, and later calls run on their
 // caller's goroutine (goleak checks none is left).
 func TestCloseEndsThem(t *testing.T) {
