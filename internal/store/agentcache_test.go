@@ -93,20 +93,15 @@ func TestAgentToActivateInAppSeesEveryChange(t *testing.T) {
 			Shared     bool
 			Err        error
 		}
-		byID := func(user, name string) read {
-			a, status, shared, err := s.AgentToActivateInApp(ctx, user, app.ID, "", name)
+		readIn := func(user, appID, slug, name string) read {
+			a, status, shared, err := s.AgentToActivateInApp(ctx, user, appID, slug, name)
 			if err != nil {
 				return read{Err: err}
 			}
 			return read{a.ID, status, shared, nil}
 		}
-		bySlug := func(slug, name string) read {
-			a, status, shared, err := s.AgentToActivateInApp(ctx, u.ID, "", slug, name)
-			if err != nil {
-				return read{Err: err}
-			}
-			return read{a.ID, status, shared, nil}
-		}
+		byID := func(user, name string) read { return readIn(user, app.ID, "", name) }
+		bySlug := func(slug, name string) read { return readIn(u.ID, "", slug, name) }
 		found := read{ID: ag.ID, Status: "active"}
 		notFound := read{Err: store.ErrNotFound}
 		for range 2 { // the second from memory
@@ -130,31 +125,30 @@ func TestAgentToActivateInAppSeesEveryChange(t *testing.T) {
 		require.Equal(t, found, bySlug("one", "helper"))
 
 		now := store.Now()
-		f := &store.Function{ID: uuid.NewString(), AppID: app.ID, UserID: u.ID, Name: "helper", Code: "c", TimeoutSeconds: 30, CreatedAt: now, UpdatedAt: now}
-		require.NoError(t, s.FunctionCreate(ctx, f))
 		shared := found
 		shared.Shared = true
-		require.Equal(t, shared, byID(u.ID, "helper"), "a function of the name")
-		f.Name = "other"
-		require.NoError(t, s.FunctionUpdate(ctx, f))
-		require.Equal(t, found, byID(u.ID, "helper"), "the function renamed")
-		f.Name = "helper"
-		require.NoError(t, s.FunctionUpdate(ctx, f))
-		require.Equal(t, shared, bySlug("one", "helper"))
-		require.NoError(t, s.FunctionDelete(ctx, f.ID))
-		require.Equal(t, found, bySlug("one", "helper"), "the function deleted")
-
+		f := &store.Function{ID: uuid.NewString(), AppID: app.ID, UserID: u.ID, Name: "helper", Code: "c", TimeoutSeconds: 30, CreatedAt: now, UpdatedAt: now}
 		p := &store.Pipeline{ID: uuid.NewString(), AppID: app.ID, UserID: u.ID, Name: "helper", CreatedAt: now, UpdatedAt: now}
-		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error { return tx.PipelineCreate(ctx, p) }))
-		require.Equal(t, shared, byID(u.ID, "helper"), "a pipeline of the name")
-		p.Name = "flow"
-		require.NoError(t, s.PipelineUpdate(ctx, p))
-		require.Equal(t, found, byID(u.ID, "helper"), "the pipeline renamed")
-		p.Name = "helper"
-		require.NoError(t, s.PipelineUpdate(ctx, p))
-		require.Equal(t, shared, byID(u.ID, "helper"))
-		require.NoError(t, s.PipelineDelete(ctx, p.ID))
-		require.Equal(t, found, byID(u.ID, "helper"), "the pipeline deleted")
+		for _, part := range []struct {
+			kind           string
+			create, delete func() error
+			rename         func(name string) error
+		}{
+			{"function", func() error { return s.FunctionCreate(ctx, f) }, func() error { return s.FunctionDelete(ctx, f.ID) },
+				func(name string) error { f.Name = name; return s.FunctionUpdate(ctx, f) }},
+			{"pipeline", func() error { return s.InTx(ctx, func(tx *store.Store) error { return tx.PipelineCreate(ctx, p) }) },
+				func() error { return s.PipelineDelete(ctx, p.ID) },
+				func(name string) error { p.Name = name; return s.PipelineUpdate(ctx, p) }},
+		} {
+			require.NoError(t, part.create())
+			require.Equal(t, shared, byID(u.ID, "helper"), "a %s of the name", part.kind)
+			require.NoError(t, part.rename("other"))
+			require.Equal(t, found, byID(u.ID, "helper"), "the %s renamed", part.kind)
+			require.NoError(t, part.rename("helper"))
+			require.Equal(t, shared, bySlug("one", "helper"))
+			require.NoError(t, part.delete())
+			require.Equal(t, found, bySlug("one", "helper"), "the %s deleted", part.kind)
+		}
 
 		require.NoError(t, s.AgentDelete(ctx, ag.ID))
 		require.Equal(t, notFound, byID(u.ID, "helper"), "the agent deleted")
