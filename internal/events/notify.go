@@ -93,15 +93,26 @@ func (b *Bus) notify(ev *Event) {
 // takes a lock every notifying commit of the database shares, and an
 // activation publishes several events and, streaming, many token deltas:
 // sent one by one they queued for that lock. One goroutine, alive while
-// there is something to send, sends everything queued meanwhile in one
-// statement, in order.
+// there is something to send and notifierLinger after, sends everything
+// queued meanwhile in one statement, in order. It lingers because a new
+// goroutine grows its stack down to the database driver again: under load
+// it copied its stack for nearly every batch.
 type notifier struct {
 	mu      sync.Mutex
 	pending []string
 	running bool
-	dropped int    // since the last warning
-	num     uint64 // the last wire.Num
+	dropped int           // since the last warning
+	num     uint64        // the last wire.Num
+	wake    chan struct{} // tells a lingering run there is more
+	quit    chan struct{} // closed by stop: a run does not linger
+	stopped bool
+	// lingerFor is notifierLinger, or a test's.
+	lingerFor time.Duration
 }
+
+// notifierLinger is how long the notifier waits for more once it has sent
+// everything.
+const notifierLinger = time.Second
 
 const (
 	// maxPendingNotes bounds the queue while the database does not answer;
@@ -122,13 +133,56 @@ func (n *notifier) add(b *Bus, w wire) {
 	w.Num = n.num
 	payload, _ := json.Marshal(w)
 	n.pending = append(n.pending, string(payload))
+	if n.wake == nil {
+		n.wake, n.quit = make(chan struct{}, 1), make(chan struct{})
+		if n.lingerFor == 0 {
+			n.lingerFor = notifierLinger
+		}
+	}
 	if !n.running {
 		n.running = true
 		go n.run(b)
+		return
+	}
+	select {
+	case n.wake <- struct{}{}:
+	default:
 	}
 }
 
+// stop ends a lingering run, and has later ones end once they have sent
+// what they were given.
+func (n *notifier) stop() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.stopped && n.quit != nil {
+		close(n.quit)
+	}
+	n.stopped = true
+}
+
+// linger waits for more to send, up to notifierLinger; false when there
+// is none (the run is over) or the bus stops.
+func (n *notifier) linger(idle *time.Timer) bool {
+	idle.Reset(n.lingerFor)
+	select {
+	case <-n.wake:
+		return true
+	case <-n.quit:
+	case <-idle.C:
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.pending) > 0 {
+		return true
+	}
+	n.running = false
+	return false
+}
+
 func (n *notifier) run(b *Bus) {
+	idle := time.NewTimer(n.lingerFor)
+	defer idle.Stop()
 	for {
 		n.mu.Lock()
 		batch, dropped := n.pending, n.dropped
@@ -137,9 +191,12 @@ func (n *notifier) run(b *Bus) {
 		}
 		n.pending, n.dropped = n.pending[len(batch):], 0
 		if len(batch) == 0 {
-			n.pending, n.running = nil, false
+			n.pending = nil
 			n.mu.Unlock()
-			return
+			if !n.linger(idle) {
+				return
+			}
+			continue
 		}
 		n.mu.Unlock()
 		if dropped > 0 {
@@ -300,6 +357,7 @@ func (b *Bus) Stop() {
 	b.mu.Lock()
 	b.stopped = true
 	b.mu.Unlock()
+	b.notes.stop()
 	b.closeAll(false)
 	b.fills.Wait()
 }

@@ -3,8 +3,13 @@ package events
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/testdb"
 )
 
 // peek reads what notify writes: node, user and whether it is an event,
@@ -32,4 +37,41 @@ func TestPeek(t *testing.T) {
 		_, _, _, ok := peek(p)
 		require.False(t, ok, p)
 	}
+}
+
+// The notifier's goroutine stays a while after it has sent everything
+// (what comes meanwhile it sends itself), ends after that, and ends at
+// once when the bus stops.
+func TestNotifierLingers(t *testing.T) {
+	t.Parallel()
+	s := testdb.Open(t, store.Postgres)
+	b := New(s, testdb.Logger())
+	b.notes.lingerFor = time.Hour
+	running := func() (bool, int) {
+		b.notes.mu.Lock()
+		defer b.notes.mu.Unlock()
+		return b.notes.running, len(b.notes.pending)
+	}
+	sent := func() {
+		t.Helper()
+		require.Eventually(t, func() bool { _, n := running(); return n == 0 }, 5*time.Second, time.Millisecond)
+	}
+	ev := &Event{Type: ActivationCompleted, UserID: uuid.NewString()}
+
+	b.notify(ev)
+	sent()
+	on, _ := running()
+	require.True(t, on, "gone once it had sent")
+	b.notify(ev)
+	sent()
+	on, _ = running()
+	require.True(t, on)
+	b.Stop()
+	require.Eventually(t, func() bool { on, _ := running(); return !on }, 5*time.Second, time.Millisecond, "still there after Stop")
+
+	b = New(s, testdb.Logger())
+	b.notes.lingerFor = 10 * time.Millisecond
+	b.notify(ev)
+	require.Eventually(t, func() bool { on, _ := running(); return !on }, 5*time.Second, time.Millisecond, "still there after its time")
+	b.Stop()
 }
