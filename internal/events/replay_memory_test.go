@@ -28,6 +28,7 @@ func TestReplayToAClientThatNeverReads(t *testing.T) {
 			s := testdb.Open(t, d)
 			s.SetPageBytes(256 << 10)
 			bus := events.New(s, testdb.Logger())
+			t.Cleanup(bus.Stop)
 			user := newUser(t, s)
 			ctx := context.Background()
 			output, _ := json.Marshal(strings.Repeat("x", 500<<10))

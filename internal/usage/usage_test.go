@@ -34,6 +34,7 @@ func newFixture(t testing.TB, d store.Dialect) *fixture {
 	au, err := auth.New(s, testdb.Logger(), auth.Options{Password: auth.PasswordParams{Memory: 64, Time: 1, Threads: 1}})
 	require.NoError(t, err)
 	bus := events.New(s, testdb.Logger())
+	t.Cleanup(bus.Stop) // its NOTIFY sender lingers a second otherwise
 	u, app := testdb.UserApp(t, s)
 	return &fixture{s: s, svc: usage.New(s, au, bus), bus: bus, user: u, app: app,
 		c: &auth.Caller{UserID: u.ID, Kind: auth.KindSession}}
