@@ -11,10 +11,11 @@ import (
 // name it): on SQLite that read cost as much CPU as a tenth of the whole
 // run, on PostgreSQL one statement of the four and a half a run takes. The
 // store keeps what it read and forgets all of it whenever a statement of
-// this process changes an agent, an app, or the names of an app's functions
-// and pipelines: before the statement, and again once it has committed. A reader stores what it read only if nothing was
-// forgotten since it began: a read that started before a change committed
-// (and saw the old row) never lands after it. On SQLite this process makes
+// this process changes an agent, an app, or the names of an app's
+// functions and pipelines: before the statement, and again once it has
+// committed. A reader stores what it read only if nothing was forgotten
+// since it began: a read that started before a change committed (and saw
+// the old row) never lands after it. On SQLite this process makes
 // every write, so that is all; on PostgreSQL other processes write too,
 // and an entry lives agentCacheTTL (a second) from its read: a change made
 // on another process applies there within a second, as with API keys.

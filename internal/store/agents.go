@@ -116,8 +116,11 @@ func (s *Store) AgentGetMany(ctx context.Context, ids []string) (map[string]*Age
 // AgentGetWithApp is AgentGet with the status of the agent's app ("" for
 // a system agent, or when the app is gone), read in the same statement.
 func (s *Store) AgentGetWithApp(ctx context.Context, id string) (*Agent, string, error) {
-	a, status, _, err := s.agentWithApp(ctx, id)
-	return a, status, err
+	a := new(Agent)
+	var status sql.NullString
+	err := scanAgent(withColumns{s.reader().QueryRowContext(ctx, `SELECT `+agentColumns+`,
+		(SELECT status FROM apps WHERE apps.id = agents.app_id) FROM agents WHERE id = $1`, id), []any{&status}}, a)
+	return a, status.String, mapErr(err)
 }
 
 // AgentToActivate is AgentGetWithApp for an activation, which reads both
@@ -126,29 +129,29 @@ func (s *Store) AgentGetWithApp(ctx context.Context, id string) (*Agent, string,
 // user sees (GET of the agent) and read-modify-writes use AgentGet or
 // AgentGetWithApp.
 func (s *Store) AgentToActivate(ctx context.Context, id string) (*Agent, string, error) {
-	if s.tx != nil {
-		return s.AgentGetWithApp(ctx, id)
-	}
-	if e, ok := s.agents.get(id); ok {
-		return &e.a, e.appStatus, nil
-	}
-	reading := s.agents.begin()
-	a, status, found, err := s.agentWithApp(ctx, id)
-	if found {
-		s.agents.put(reading, id, agentEntry{a: *a, appStatus: status})
-	}
-	return a, status, err
+	e, err := s.agentToActivate(id, func() (agentEntry, error) {
+		a, status, err := s.AgentGetWithApp(ctx, id)
+		return agentEntry{a: *a, appStatus: status}, err
+	})
+	return &e.a, e.appStatus, err
 }
 
-func (s *Store) agentWithApp(ctx context.Context, id string) (a *Agent, appStatus string, found bool, err error) {
-	a = new(Agent)
-	var status sql.NullString
-	err = scanAgent(withColumns{s.reader().QueryRowContext(ctx, `SELECT `+agentColumns+`,
-		(SELECT status FROM apps WHERE apps.id = agents.app_id) FROM agents WHERE id = $1`, id), []any{&status}}, a)
-	if err != nil {
-		return a, "", false, mapErr(err)
+// agentToActivate is the entry of key from memory, else what read reads,
+// kept (read alone, outside a transaction, whose writes are not yet
+// everyone's).
+func (s *Store) agentToActivate(key string, read func() (agentEntry, error)) (agentEntry, error) {
+	if s.tx != nil {
+		return read()
 	}
-	return a, status.String, true, nil
+	if e, ok := s.agents.get(key); ok {
+		return e, nil
+	}
+	reading := s.agents.begin()
+	e, err := read()
+	if err == nil {
+		s.agents.put(reading, key, e)
+	}
+	return e, err
 }
 
 // AgentGetInApp is AgentGetWithApp for the agent named name of one of
@@ -171,19 +174,11 @@ func (s *Store) AgentGetInApp(ctx context.Context, userID, appID, appSlug, name 
 // AgentToActivateInApp is AgentGetInApp for an activation, from memory
 // when it can, as AgentToActivate is.
 func (s *Store) AgentToActivateInApp(ctx context.Context, userID, appID, appSlug, name string) (*Agent, string, bool, error) {
-	if s.tx != nil {
-		return s.AgentGetInApp(ctx, userID, appID, appSlug, name)
-	}
-	key := inAppKey(userID, appID, appSlug, name)
-	if e, ok := s.agents.get(key); ok {
-		return &e.a, e.appStatus, e.shared, nil
-	}
-	reading := s.agents.begin()
-	a, status, shared, err := s.AgentGetInApp(ctx, userID, appID, appSlug, name)
-	if err == nil {
-		s.agents.put(reading, key, agentEntry{a: *a, appStatus: status, shared: shared})
-	}
-	return a, status, shared, err
+	e, err := s.agentToActivate(inAppKey(userID, appID, appSlug, name), func() (agentEntry, error) {
+		a, status, shared, err := s.AgentGetInApp(ctx, userID, appID, appSlug, name)
+		return agentEntry{a: *a, appStatus: status, shared: shared}, err
+	})
+	return &e.a, e.appStatus, e.shared, err
 }
 
 // The statements of AgentGetInApp, by the app's id ($2) or by its slug.
