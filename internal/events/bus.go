@@ -125,7 +125,7 @@ type Bus struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	notes notifier // NOTIFY sender (notify.go)
+	notes *notifier // NOTIFY sender (notify.go)
 
 	sigMu    sync.Mutex
 	handlers map[string][]func(userID string) // by topic (signal.go)
@@ -140,7 +140,7 @@ const Retention = 24 * time.Hour
 // nodes' events; publishing works without it.
 func New(s *store.Store, log *slog.Logger) *Bus {
 	return &Bus{store: s, log: log, node: uuid.NewString(), now: store.Now,
-		subs: map[string]*userStream{}}
+		subs: map[string]*userStream{}, notes: newNotifier()}
 }
 
 // Append assigns the events' Seq and stores them inside the caller's

@@ -103,11 +103,15 @@ type notifier struct {
 	running bool
 	dropped int           // since the last warning
 	num     uint64        // the last wire.Num
-	wake    chan struct{} // tells a lingering run there is more
-	quit    chan struct{} // closed by stop: a run does not linger
-	stopped bool
+	wake     chan struct{} // tells a lingering run there is more
+	quit     chan struct{} // closed by stop: a run does not linger
+	stopOnce sync.Once
 	// lingerFor is notifierLinger, or a test's.
 	lingerFor time.Duration
+}
+
+func newNotifier() *notifier {
+	return &notifier{wake: make(chan struct{}, 1), quit: make(chan struct{}), lingerFor: notifierLinger}
 }
 
 // notifierLinger is how long the notifier waits for more once it has sent
@@ -133,12 +137,6 @@ func (n *notifier) add(b *Bus, w wire) {
 	w.Num = n.num
 	payload, _ := json.Marshal(w)
 	n.pending = append(n.pending, string(payload))
-	if n.wake == nil {
-		n.wake, n.quit = make(chan struct{}, 1), make(chan struct{})
-		if n.lingerFor == 0 {
-			n.lingerFor = notifierLinger
-		}
-	}
 	if !n.running {
 		n.running = true
 		go n.run(b)
@@ -153,15 +151,10 @@ func (n *notifier) add(b *Bus, w wire) {
 // stop ends a lingering run, and has later ones end once they have sent
 // what they were given.
 func (n *notifier) stop() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.stopped && n.quit != nil {
-		close(n.quit)
-	}
-	n.stopped = true
+	n.stopOnce.Do(func() { close(n.quit) })
 }
 
-// linger waits for more to send, up to notifierLinger; false when there
+// linger waits for more to send, up to lingerFor; false when there
 // is none (the run is over) or the bus stops.
 func (n *notifier) linger(idle *time.Timer) bool {
 	idle.Reset(n.lingerFor)

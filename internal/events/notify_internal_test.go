@@ -41,7 +41,7 @@ func TestPeek(t *testing.T) {
 
 // The notifier's goroutine stays a while after it has sent everything
 // (what comes meanwhile it sends itself), ends after that, and ends at
-// once when the bus stops.
+// once when the bus stops, or at once when it had stopped before.
 func TestNotifierLingers(t *testing.T) {
 	t.Parallel()
 	s := testdb.Open(t, store.Postgres)
@@ -74,4 +74,10 @@ func TestNotifierLingers(t *testing.T) {
 	b.notify(ev)
 	require.Eventually(t, func() bool { on, _ := running(); return !on }, 5*time.Second, time.Millisecond, "still there after its time")
 	b.Stop()
+
+	b = New(s, testdb.Logger())
+	b.notes.lingerFor = time.Hour
+	b.Stop()
+	b.notify(ev)
+	require.Eventually(t, func() bool { on, _ := running(); return !on }, 5*time.Second, time.Millisecond, "a notification after Stop lingers")
 }
