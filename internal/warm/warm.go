@@ -115,22 +115,22 @@ func (p *Pool) serve(w *worker) {
 
 // run runs t, and puts w back among the idle before t's caller hears of
 // its end: a call that follows finds it there. It reports whether w
-// waits for more (not once the pool is closed).
+// waits for more (not once the pool is closed). A panic of Go's function
+// is not recovered: it ends the process with the stack where it began.
 func (p *Pool) run(w *worker, t task) (rest bool) {
 	defer func() {
-		v := recover()
+		var v any
+		if t.done != nil {
+			v = recover()
+		}
 		p.mu.Lock()
 		if rest = !p.closed; rest {
 			p.idle = append(p.idle, w)
 		}
 		p.mu.Unlock()
-		if t.done == nil {
-			if v != nil {
-				panic(v)
-			}
-			return
+		if t.done != nil {
+			t.done <- v
 		}
-		t.done <- v
 	}()
 	t.f()
 	return
