@@ -218,20 +218,23 @@ func TestClientToolWaitsForItsCaller(t *testing.T) {
 			"parameters": map[string]any{"type": "object"}}}, nil)).expect(t, 201).str("app_id")
 		clerk := e.agentNamed(tok, appID, "clerk")
 
-		id := e.activateWait(tok, clerk, `call pick_date {}`).str("activation_id")
-		w, call := e.waitingOf(tok, id)
-		require.Equal(t, "tool_result", w["kind"])
-		e.answerWait(tok, id, w, map[string]any{"decisions": []any{map[string]any{"tool_call_id": call, "type": "approve"}}}).expect(t, 400)
-		e.answerWait(tok, id, w, map[string]any{"results": []any{map[string]any{"tool_call_id": call, "output": "2026-12-01"}}}).expect(t, 202)
-		r := e.waitFor(tok, id, func(r *resp) bool { return r.str("status") == "completed" })
+		// answered runs the tool, has its caller answer result, and returns
+		// the run once it has completed.
+		answered := func(result map[string]any) (string, *resp) {
+			id := e.activateWait(tok, clerk, `call pick_date {}`).str("activation_id")
+			w, call := e.waitingOf(tok, id)
+			require.Equal(t, "tool_result", w["kind"])
+			e.answerWait(tok, id, w, map[string]any{"decisions": []any{map[string]any{"tool_call_id": call, "type": "approve"}}}).expect(t, 400)
+			result["tool_call_id"] = call
+			e.answerWait(tok, id, w, map[string]any{"results": []any{result}}).expect(t, 202)
+			return id, e.waitFor(tok, id, func(r *resp) bool { return r.str("status") == "completed" })
+		}
+		_, r := answered(map[string]any{"output": "2026-12-01"})
 		require.Contains(t, r.JSON["output_data"].(map[string]any)["response"], "2026-12-01")
 
 		// A client that could not run its tool answers an error: the model
 		// is told, as of any failing tool, and the step failed.
-		id = e.activateWait(tok, clerk, `call pick_date {}`).str("activation_id")
-		w, call = e.waitingOf(tok, id)
-		e.answerWait(tok, id, w, map[string]any{"results": []any{map[string]any{"tool_call_id": call, "error": "The user closed the date picker"}}}).expect(t, 202)
-		r = e.waitFor(tok, id, func(r *resp) bool { return r.str("status") == "completed" })
+		id, r := answered(map[string]any{"error": "The user closed the date picker"})
 		require.Contains(t, r.JSON["output_data"].(map[string]any)["response"], "The user closed the date picker")
 		st := steps(e, tok, id)
 		require.Equal(t, "failed", st[1]["status"])
