@@ -98,11 +98,11 @@ func (b *Bus) notify(ev *Event) {
 // goroutine grows its stack down to the database driver again: under load
 // it copied its stack for nearly every batch.
 type notifier struct {
-	mu      sync.Mutex
-	pending []string
-	running bool
-	dropped int           // since the last warning
-	num     uint64        // the last wire.Num
+	mu       sync.Mutex
+	pending  []string
+	running  bool
+	dropped  int           // since the last warning
+	num      uint64        // the last wire.Num
 	wake     chan struct{} // tells a lingering run there is more
 	quit     chan struct{} // closed by stop: a run does not linger
 	stopOnce sync.Once
