@@ -293,7 +293,15 @@ func (b *Browser) SetValue(sel, value string) {
 // Click clicks the first visible element sel.
 func (b *Browser) Click(sel string) {
 	b.T.Helper()
-	b.Do(chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+	// A live update may replace the element between finding it and
+	// clicking it (CDP: "No node with given id found"): find it again.
+	for tries := 1; ; tries++ {
+		err := chromedp.Do(b.Ctx, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Click(chromedp.CSS(sel)))
+		if err == nil || tries == 5 || !strings.Contains(err.Error(), "No node with given id found") {
+			require.NoError(b.T, err)
+			return
+		}
+	}
 }
 
 // Text is the visible text of sel.
