@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -401,6 +402,11 @@ func processCPU() time.Duration {
 // once the run has ended: activate with Prefer: wait over the API, an MCP
 // tools/call (stateless Streamable HTTP, no session), and an
 // OpenAI-compatible chat completion. It reports the process's CPU per call.
+//
+// "paired" calls the three ways in turn, 200 calls each (b.N rounds), and
+// reports each way's CPU per call and the two ratios to activate-and-wait:
+// this machine's speed wanders by more between two runs of a minute than
+// the differences measured, which alternating every ~0.1 s cancels.
 func BenchmarkReach(b *testing.B) {
 	for _, d := range testdb.Dialects {
 		e := newEnv(b, d, map[string]string{"AP_RATE_LIMIT": "1000000000", "AP_MAX_INFLIGHT": "16"})
@@ -409,56 +415,87 @@ func BenchmarkReach(b *testing.B) {
 		app := e.importManifest(key, exampleManifest(b)).expect(b, 201)
 		appID, slug := app.str("app_id"), app.str("slug")
 		triage := e.agentNamed(key, appID, "triage")
-		for _, tc := range []struct {
-			name, path, body string
-			header           map[string]string
-		}{
+		ways := []reachWay{
 			{"activate-wait", "/api/v1/activations", `{"agent_id":"` + triage + `","input_data":{"prompt":"My invoice is wrong"}}`,
 				map[string]string{"Prefer": "wait=30"}},
 			{"mcp-call", "/api/v1/apps/" + appID + "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"triage","arguments":{"prompt":"My invoice is wrong"}}}`,
 				map[string]string{"Accept": "application/json, text/event-stream"}},
 			{"openai-completion", "/api/v1/openai/chat/completions", `{"model":"` + slug + `/triage","messages":[{"role":"user","content":"My invoice is wrong"}]}`, nil},
-		} {
-			b.Run(string(d)+"/"+tc.name, func(b *testing.B) {
-				client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-				body := []byte(tc.body)
-				rows := func() int {
-					var n int
-					if err := e.srv.Store.DB().QueryRow("SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM activation_steps) + (SELECT count(*) FROM activations)").Scan(&n); err != nil {
-						b.Fatal(err)
-					}
-					return n
-				}
+		}
+		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+		defer client.CloseIdleConnections()
+		rows := func() int {
+			var n int
+			if err := e.srv.Store.DB().QueryRow("SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM activation_steps) + (SELECT count(*) FROM activations)").Scan(&n); err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+		for _, w := range ways {
+			b.Run(string(d)+"/"+w.name, func(b *testing.B) {
 				before := rows()
 				cpu := processCPU()
 				b.ReportAllocs()
-				b.SetParallelism(4)
 				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
-						req, _ := http.NewRequest("POST", e.url+tc.path, bytes.NewReader(body))
-						req.Header.Set("Authorization", "Bearer "+key)
-						req.Header.Set("Content-Type", "application/json")
-						for k, v := range tc.header {
-							req.Header.Set(k, v)
-						}
-						res, err := client.Do(req)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						out, _ := io.ReadAll(res.Body)
-						res.Body.Close()
-						if res.StatusCode >= 300 || !bytes.Contains(out, []byte("echo: My invoice is wrong")) {
-							b.Errorf("%s: %d %s", tc.name, res.StatusCode, out)
-							return
-						}
-					}
-				})
+				w.call(b, e.url, key, client, b.N)
 				b.StopTimer()
 				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(float64(rows()-before)/float64(b.N), "rows/op")
 			})
 		}
+		b.Run(string(d)+"/paired", func(b *testing.B) {
+			const block = 200
+			spent := make([]time.Duration, len(ways))
+			for range b.N {
+				for i, w := range ways {
+					cpu := processCPU()
+					w.call(b, e.url, key, client, block)
+					spent[i] += processCPU() - cpu
+				}
+			}
+			perCall := func(i int) float64 { return float64(spent[i]) / float64(time.Millisecond) / float64(b.N*block) }
+			for i, w := range ways {
+				b.ReportMetric(perCall(i), w.name+"-cpu-ms/call")
+			}
+			b.ReportMetric(perCall(1)/perCall(0), "mcp/activate")
+			b.ReportMetric(perCall(2)/perCall(0), "openai/activate")
+		})
 	}
+}
+
+// reachWay is one way of calling an agent: a POST with its body and
+// headers.
+type reachWay struct {
+	name, path, body string
+	header           map[string]string
+}
+
+// call makes n calls, 8 at once, each checked for the agent's answer.
+func (w reachWay) call(b *testing.B, base, key string, client *http.Client, n int) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				req, _ := http.NewRequest("POST", base+w.path, strings.NewReader(w.body))
+				req.Header.Set("Authorization", "Bearer "+key)
+				req.Header.Set("Content-Type", "application/json")
+				for k, v := range w.header {
+					req.Header.Set(k, v)
+				}
+				res, err := client.Do(req)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				out, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.StatusCode >= 300 || !bytes.Contains(out, []byte("echo: My invoice is wrong")) {
+					b.Errorf("%s: %d %s", w.name, res.StatusCode, out)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
