@@ -217,6 +217,13 @@ type StreamableHTTPOptions struct {
 	// Requests using older protocol versions (including those routed through
 	// the allowsessionsinstateless compatibility path) are unaffected.
 	PropagateRequestCancellation bool
+
+	// Go, if set, starts the goroutines that serve a stateless request (the
+	// reader of its JSON-RPC connection and the one running its handler) in
+	// place of a go statement, so that a server can run them on goroutines
+	// it keeps: a new goroutine's stack grows, copying itself, on every
+	// request that goes deep. It must run f to its end.
+	Go func(f func())
 }
 
 // DefaultMaxRequestBodyBytes is the default value used for
@@ -429,6 +436,7 @@ func (h *StreamableHTTPHandler) serveStateless(w http.ResponseWriter, req *http.
 		jsonResponse:                h.opts.JSONResponse,
 		logger:                      h.opts.Logger,
 		shouldPropagateCancellation: info.usesNewProtocol && (info.isSubscriptionsListen || h.opts.PropagateRequestCancellation),
+		goFunc:                      h.opts.Go,
 	}
 
 	session, err := connectStreamable(req.Context(), server, transport, info.opts)
@@ -832,6 +840,9 @@ type StreamableServerTransport struct {
 	// [streamableServerConn]. See its docstring.
 	shouldPropagateCancellation bool
 
+	// goFunc starts the connection's goroutines ([StreamableHTTPOptions.Go]).
+	goFunc func(func())
+
 	// connection is non-nil if and only if the transport has been connected.
 	connection *streamableServerConn
 }
@@ -848,6 +859,7 @@ func (t *StreamableServerTransport) Connect(ctx context.Context) (Connection, er
 		jsonResponse:                t.jsonResponse,
 		logger:                      ensureLogger(t.logger), // see #556: must be non-nil
 		shouldPropagateCancellation: t.shouldPropagateCancellation,
+		goFunc:                      t.goFunc,
 		incoming:                    make(chan jsonrpc.Message, 10),
 		done:                        make(chan struct{}),
 		streams:                     make(map[string]*stream),
@@ -887,6 +899,8 @@ type streamableServerConn struct {
 	// by the [cancellationPropagator] interface so the jsonrpc2 layer wires
 	// handler contexts to observe the carrier's cancellation.
 	shouldPropagateCancellation bool
+
+	goFunc func(func()) // see [goroutineStarter]
 
 	logger *slog.Logger
 
@@ -933,6 +947,11 @@ func (c *streamableServerConn) SessionID() string {
 // the client TCP-disconnects.
 func (c *streamableServerConn) propagateCancellation() bool {
 	return c.shouldPropagateCancellation
+}
+
+// goroutineStarter implements [goroutineStarter].
+func (c *streamableServerConn) goroutineStarter() func(func()) {
+	return c.goFunc
 }
 
 // serial implements [serialConnection]: a stateless connection carries the

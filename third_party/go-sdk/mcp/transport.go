@@ -226,6 +226,10 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 	if sc, ok := mcpConn.(serialConnection); ok {
 		serial = sc.serial()
 	}
+	var goFunc func(func())
+	if gs, ok := mcpConn.(goroutineStarter); ok {
+		goFunc = gs.goroutineStarter()
+	}
 	_ = jsonrpc2.NewConnection(ctx, jsonrpc2.ConnectionConfig{
 		Reader:    reader,
 		Writer:    writer,
@@ -240,6 +244,7 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 		},
 		PropagateCancellation: propagateCancellation,
 		Serial:                serial,
+		Go:                    goFunc,
 	})
 	assert(preempter.conn != nil, "unbound preempter")
 	return h, nil
@@ -260,6 +265,13 @@ type cancellationPropagator interface {
 // then runs without a goroutine of its own (jsonrpc2.ConnectionConfig.Serial).
 type serialConnection interface {
 	serial() bool
+}
+
+// goroutineStarter is an optional interface implemented by a [Connection]
+// whose goroutines are started by a function it was given
+// ([StreamableHTTPOptions.Go]); nil means go statements.
+type goroutineStarter interface {
+	goroutineStarter() func(func())
 }
 
 // A canceller is a jsonrpc2.Preempter that cancels in-flight requests on MCP

@@ -53,7 +53,8 @@ type Connection struct {
 
 	writer  Writer
 	handler Handler
-	serial  bool // see ConnectionConfig.Serial
+	serial  bool         // see ConnectionConfig.Serial
+	goFunc  func(func()) // see ConnectionConfig.Go; nil: a go statement
 
 	onInternalError func(error)
 	onDone          func()
@@ -232,6 +233,12 @@ type ConnectionConfig struct {
 	// that carries one request (a stateless HTTP request), where there is
 	// no next request and the goroutine is pure cost.
 	Serial bool // optional
+
+	// Go, if set, starts the connection's goroutines (its reader, and the
+	// one running its handlers) in place of a go statement: a server that
+	// serves many short connections can run them on goroutines it keeps,
+	// whose stacks have grown already. It must run f to its end.
+	Go func(f func()) // optional
 }
 
 // NewConnection creates a new [Connection] object and starts processing
@@ -246,6 +253,7 @@ func NewConnection(ctx context.Context, cfg ConnectionConfig) *Connection {
 		done:            make(chan struct{}),
 		writer:          cfg.Writer,
 		serial:          cfg.Serial,
+		goFunc:          cfg.Go,
 		onDone:          cfg.OnDone,
 		onInternalError: cfg.OnInternalError,
 	}
@@ -265,8 +273,17 @@ func (c *Connection) start(ctx context.Context, reader Reader, preempter Preempt
 
 		// The goroutine started here will continue until the underlying stream is closed.
 		s.reading = true
-		go c.readIncoming(ctx, reader, preempter)
+		c.spawn(func() { c.readIncoming(ctx, reader, preempter) })
 	})
+}
+
+// spawn runs f on a goroutine of its own, or one ConnectionConfig.Go gives.
+func (c *Connection) spawn(f func()) {
+	if c.goFunc != nil {
+		c.goFunc(f)
+		return
+	}
+	go f()
 }
 
 // Notify invokes the target method but does not wait for a response.
@@ -652,7 +669,7 @@ func (c *Connection) acceptRequest(ctx context.Context, msg *Request, preempter 
 			// when idle seems simpler than trying to implement either of those
 			// alternatives correctly.
 			s.handlerRunning = true
-			go c.handleAsync()
+			c.spawn(c.handleAsync)
 		}
 	})
 	if err != nil {
