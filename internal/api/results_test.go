@@ -132,9 +132,14 @@ func TestFailingFinishNeverLeavesTheActivationRunning(t *testing.T) {
 
 		// No end of this activation can be stored for a while: it is retried
 		// (still running meanwhile), and recorded as it was once possible.
+		// Each round tries the result, then the failure, and logs once
+		// before waiting 0.1, 0.2, 0.4, 0.8 s…: the fault goes while the
+		// fourth round waits (had it gone between a round's two tries, the
+		// failure would rightly be what is stored).
+		faults := strings.Count(e.logs.String(), "injected fault")
 		drop := failFinishes(t, e, "input_data", "blocked-for-a-while")
 		id := e.activate(token, f, map[string]any{"prompt": "blocked-for-a-while"})
-		require.Eventually(t, func() bool { return strings.Count(e.logs.String(), "injected fault") >= 3 }, 20*time.Second, 10*time.Millisecond)
+		require.Eventually(t, func() bool { return strings.Count(e.logs.String(), "injected fault") >= faults+4 }, 20*time.Second, 10*time.Millisecond)
 		require.Equal(t, "running", e.do("GET", "/api/v1/activations/"+id, nil, bearer(token)).expect(t, 200).str("status"))
 		drop()
 		done = e.await(token, id)
