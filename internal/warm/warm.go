@@ -28,15 +28,10 @@ type Pool struct {
 	closed bool
 }
 
-// A worker is a warm goroutine; who takes it from idle sends it one task
-// (Close closes the channel instead).
+// A worker is a warm goroutine; who takes it from idle sends it one
+// function (Close closes the channel instead).
 type worker struct {
-	work chan task
-}
-
-type task struct {
-	f    func()
-	done chan<- any // f's panic, or nil; nil for Go
+	work chan func()
 }
 
 // New returns a pool whose idle goroutines end after idleFor.
@@ -44,35 +39,14 @@ func New(idleFor time.Duration) *Pool {
 	return &Pool{idleFor: idleFor}
 }
 
-// Run runs f on a warm goroutine, or a new one when none is idle, and
-// returns when it has returned. A panic of f is Run's panic, as if f had
-// run on the caller's goroutine.
-func (p *Pool) Run(f func()) {
-	done := make(chan any, 1)
-	if !p.start(task{f, done}) {
-		f()
-		return
-	}
-	if v := <-done; v != nil {
-		panic(v)
-	}
-}
-
 // Go runs f on a warm goroutine, or a new one when none is idle (or the
 // pool is closed), as a go statement does: a panic of f ends the process.
 func (p *Pool) Go(f func()) {
-	if !p.start(task{f: f}) {
-		go f()
-	}
-}
-
-// start hands t to an idle goroutine or a new one; false once the pool
-// is closed.
-func (p *Pool) start(t task) bool {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		return false
+		go f()
+		return
 	}
 	var w *worker
 	if n := len(p.idle); n > 0 {
@@ -80,11 +54,10 @@ func (p *Pool) start(t task) bool {
 	}
 	p.mu.Unlock()
 	if w == nil {
-		w = &worker{work: make(chan task, 1)}
+		w = &worker{work: make(chan func(), 1)}
 		go p.serve(w)
 	}
-	w.work <- t
-	return true
+	w.work <- f
 }
 
 func (p *Pool) serve(w *worker) {
@@ -92,8 +65,8 @@ func (p *Pool) serve(w *worker) {
 	defer idle.Stop()
 	for {
 		select {
-		case t, ok := <-w.work:
-			if !ok || !p.run(w, t) {
+		case f, ok := <-w.work:
+			if !ok || !p.run(w, f) {
 				return
 			}
 			idle.Reset(p.idleFor)
@@ -113,31 +86,22 @@ func (p *Pool) serve(w *worker) {
 	}
 }
 
-// run runs t, and puts w back among the idle before t's caller hears of
-// its end: a call that follows finds it there. It reports whether w
-// waits for more (not once the pool is closed). A panic of Go's function
-// is not recovered: it ends the process with the stack where it began.
-func (p *Pool) run(w *worker, t task) (rest bool) {
-	defer func() {
-		var v any
-		if t.done != nil {
-			v = recover()
-		}
-		p.mu.Lock()
-		if rest = !p.closed; rest {
-			p.idle = append(p.idle, w)
-		}
-		p.mu.Unlock()
-		if t.done != nil {
-			t.done <- v
-		}
-	}()
-	t.f()
-	return
+// run runs f, then puts w back among the idle; it reports whether w
+// waits for more (not once the pool is closed). A panic of f is not
+// recovered: it ends the process with the stack where it began.
+func (p *Pool) run(w *worker, f func()) bool {
+	f()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.idle = append(p.idle, w)
+	return true
 }
 
 // Close ends the idle goroutines, and the others once their function has
-// returned; functions run after it run on their caller's goroutine.
+// returned; functions started after it run on goroutines of their own.
 func (p *Pool) Close() {
 	p.mu.Lock()
 	idle := p.idle

@@ -25,45 +25,60 @@ func deep(n int) int {
 	return deep(n-1) + int(pad[n%256])
 }
 
-// Run returns once f has returned, on a goroutine that outlives it: calls
-// one after another run on one goroutine, and calls at once on as many.
-func TestRunReusesItsGoroutines(t *testing.T) {
+// run runs f on p and waits until it has returned and its goroutine is
+// back among the idle, as the next run of a loop would find it.
+func run(t *testing.T, p *Pool, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	p.Go(func() { f(); close(done) })
+	<-done
+	for deadline := time.Now().Add(5 * time.Second); ; runtime.Gosched() {
+		p.mu.Lock()
+		back := len(p.idle) > 0
+		p.mu.Unlock()
+		if back {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the goroutine did not come back")
+		}
+	}
+}
+
+// Runs one after another go to one goroutine, which outlives them, and
+// runs at once to as many.
+func TestGoReusesItsGoroutines(t *testing.T) {
 	p := New(20 * time.Millisecond)
 	var ids sync.Map
 	for range 100 {
-		ran := false
-		p.Run(func() {
+		run(t, p, func() {
 			ids.Store(goid(), true)
 			deep(200)
-			ran = true
 		})
-		if !ran {
-			t.Fatal("Run returned before its function")
-		}
 	}
 	n := 0
 	ids.Range(func(any, any) bool { n++; return true })
 	if n != 1 {
-		t.Fatalf("100 calls one after another ran on %d goroutines", n)
+		t.Fatalf("100 runs one after another ran on %d goroutines", n)
 	}
 
 	var running, most atomic.Int32
 	var wg sync.WaitGroup
 	release := make(chan struct{})
 	for range 8 {
-		wg.Go(func() {
-			p.Run(func() {
-				now := running.Add(1)
-				for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
-				}
-				<-release
-				running.Add(-1)
-			})
+		wg.Add(1)
+		p.Go(func() {
+			defer wg.Done()
+			now := running.Add(1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			<-release
+			running.Add(-1)
 		})
 	}
 	for deadline := time.Now().Add(5 * time.Second); running.Load() < 8; {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of 8 calls at once running", running.Load())
+			t.Fatalf("%d of 8 runs at once running", running.Load())
 		}
 		runtime.Gosched()
 	}
@@ -74,30 +89,11 @@ func TestRunReusesItsGoroutines(t *testing.T) {
 	}
 }
 
-// A panic of the function is the caller's, and the pool goes on.
-func TestRunPanicsAsItsFunction(t *testing.T) {
-	p := New(20 * time.Millisecond)
-	func() {
-		defer func() {
-			if v := recover(); v != "boom" {
-				t.Fatalf("recovered %v", v)
-			}
-		}()
-		p.Run(func() { panic("boom") })
-		t.Fatal("Run returned")
-	}()
-	ran := false
-	p.Run(func() { ran = true })
-	if !ran {
-		t.Fatal("the pool stopped after a panic")
-	}
-}
-
 // Idle goroutines end after their time (goleak checks none is left).
 func TestIdleGoroutinesEnd(t *testing.T) {
 	p := New(10 * time.Millisecond)
 	for range 4 {
-		p.Run(func() {})
+		run(t, p, func() {})
 	}
 	before := runtime.NumGoroutine()
 	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() >= before; {
@@ -108,50 +104,26 @@ func TestIdleGoroutinesEnd(t *testing.T) {
 	}
 }
 
-// Go runs its function on a warm goroutine without waiting for it.
-func TestGo(t *testing.T) {
-	p := New(20 * time.Millisecond)
-	var first, second string
-	done := make(chan struct{})
-	p.Go(func() { first = goid(); close(done) })
-	<-done
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		p.mu.Lock()
-		idle := len(p.idle)
-		p.mu.Unlock()
-		if idle == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the goroutine did not come back")
-		}
-		runtime.Gosched()
-	}
-	p.Run(func() { second = goid() })
-	if first != second {
-		t.Fatalf("Go ran on %s, the next Run on %s", first, second)
-	}
-}
-
-// Close ends every goroutine, idle or busy, and later calls run on their
-// caller's goroutine (goleak checks none is left).
+// Close ends every goroutine, idle or busy, and later runs go to
+// goroutines of their own (goleak checks none is left).
 func TestCloseEndsThem(t *testing.T) {
 	p := New(time.Hour)
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 3 {
-		wg.Go(func() { p.Run(func() { <-release }) })
+		wg.Add(1)
+		p.Go(func() { defer wg.Done(); <-release })
 	}
-	p.Run(func() {})
+	var warm string
+	run(t, p, func() { warm = goid() })
 	p.Close()
 	close(release)
 	wg.Wait()
-	caller := goid()
-	p.Run(func() {
-		if goid() != caller {
-			t.Error("a call after Close ran on another goroutine")
-		}
-	})
+	after := make(chan string)
+	p.Go(func() { after <- goid() })
+	if id := <-after; id == warm {
+		t.Error("a run after Close went to a pool goroutine")
+	}
 }
 
 // goid is the calling goroutine's id, read from its stack's header.
