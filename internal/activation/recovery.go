@@ -222,10 +222,16 @@ func (r *Recovery) Stop(ctx context.Context) error {
 // reap hands back the running activations (and, through DeadWorkerHooks,
 // the pipeline steps) of every worker silent for DeadAfter, and of workers
 // that hold either without a worker row; then the River jobs that such
-// workers had fetched (queue.RescueStranded).
+// workers had fetched (queue.RescueStranded). A process that holds its
+// SQLite database alone (store.Sole) knows every other worker dead at
+// once: a restart after a crash resumes the crashed runs without waiting
+// out DeadAfter.
 func (r *Recovery) reap(ctx context.Context) {
 	s := r.svc
 	horizon := s.now().Add(-s.opts.DeadAfter)
+	if s.Store.Sole() {
+		horizon = s.now()
+	}
 	workers, err := s.Store.WorkerList(ctx)
 	if err != nil {
 		s.Log.Warn("find dead workers", "err", err)

@@ -216,6 +216,34 @@ func TestDeadWorkersFetchedJobsComeBack(t *testing.T) {
 	})
 }
 
+// TestASoleProcessTakesBackACrashedOnesRunsAtOnce: a process that holds
+// its SQLite database alone (store.Sole) knows that a worker the database
+// still lists died, however fresh its last heartbeat: restarted after a
+// crash, it resumes the crashed process's runs, and the jobs it had
+// fetched, without waiting out DeadAfter. (On PostgreSQL, where others
+// may share the database, a worker is dead only once silent for
+// DeadAfter: TestDeadWorkersActivationsComeBack.)
+func TestASoleProcessTakesBackACrashedOnesRunsAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite, true, activation.Options{HeartbeatEvery: time.Hour, DeadAfter: time.Hour})
+	ctx := context.Background()
+	require.NoError(t, b.store.Exclusive())
+	require.True(t, b.store.Sole())
+	running := b.strand(t, "crashed-1", 1)
+	stranded := b.fetched(t, "crashed-1")
+	now := store.Now()
+	require.NoError(t, b.store.WorkerHeartbeat(ctx, &store.Worker{ID: "crashed-1", Hostname: "here", PID: 1, Version: "x", StartedAt: now, HeartbeatAt: now}))
+
+	r, err := b.svc.StartRecovery(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Stop(context.Background()) })
+
+	a := awaitEnd(t, b.store, running)
+	require.Equal(t, store.StatusCompleted, a.Status)
+	require.Equal(t, 2, a.Attempt)
+	require.Equal(t, store.StatusCompleted, awaitEnd(t, b.store, stranded).Status)
+}
+
 // fetched makes an activation look like one whose job worker fetched
 // (River's job running, attempted by worker, a second ago) but did not
 // claim yet.

@@ -286,9 +286,10 @@ func TestSIGTERMDuringLoadDrains(t *testing.T) {
 
 // TestKill9PipelineStepsRunOnce: pipeline runs whose function step waits on
 // a slow server, the server killed with SIGKILL mid-way and restarted on
-// the same data: within the recovery window (a worker silent for 30 s is
-// dead) every run has completed, and each function step has exactly one
-// execution, however many were interrupted or delivered again.
+// the same data: once the restarted process has taken back the dead one's
+// steps (at once on SQLite), every run completes, and each function step
+// has exactly one execution, however many were interrupted or delivered
+// again.
 func TestKill9PipelineStepsRunOnce(t *testing.T) {
 	t.Parallel()
 	slow := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -304,7 +304,8 @@ func killToolLoops(t *testing.T, extra ...string) {
 	p.call("POST", "/api/v1/activations/"+runs["D"]+"/waitpoints/"+d.Waiting.WaitpointID, p.key,
 		map[string]any{"decisions": []any{map[string]any{"tool_call_id": "d1", "type": "approve"}}}, nil)
 
-	// A killed worker's runs are taken over once it is dead (30 s silent).
+	// A killed worker's runs are taken over once it is known dead: at once
+	// by the restarted process on SQLite, after 30 s silent on PostgreSQL.
 	ids := make([]string, 0, len(runs))
 	for _, id := range runs {
 		ids = append(ids, id)

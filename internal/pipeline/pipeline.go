@@ -8,7 +8,8 @@
 // fails the run; the steps after it are skipped.
 //
 // A step's job claims the step for its worker process while it runs it; the
-// activation reaper (a worker silent for 30 s is dead) hands a dead
+// activation reaper (a worker silent for 30 s is dead; on SQLite, any
+// worker but the one process that serves it) hands a dead
 // worker's steps back with a fresh job, as it does its activations, and a
 // duplicate delivery of a claimed step does nothing. A function step has one
 // execution, keyed by run and step.

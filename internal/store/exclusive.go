@@ -27,3 +27,9 @@ func (s *Store) Exclusive() error {
 	s.lock = f
 	return nil
 }
+
+// Sole reports whether this process holds its SQLite database through
+// Exclusive: then no other process serves it, and any other worker the
+// database still lists is a predecessor that died without deregistering
+// (its runs need no heartbeat's age to be known orphaned).
+func (s *Store) Sole() bool { return s.lock != nil }
