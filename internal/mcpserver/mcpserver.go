@@ -63,9 +63,13 @@ func (s *Service) Close() { s.warm.Close() }
 // activation also ends by its own timeout; a pipeline run has none.
 const CallTimeout = 15 * time.Minute
 
+// warmCalls bounds the warm goroutines kept for the SDK's next requests
+// (warm.Pool).
+const warmCalls = 256
+
 // New builds the service.
 func New(d Deps) *Service {
-	s := &Service{Deps: d, pipelinePoll: 100 * time.Millisecond, warm: warm.New(10 * time.Second)}
+	s := &Service{Deps: d, pipelinePoll: 100 * time.Millisecond, warm: warm.New(10*time.Second, warmCalls)}
 	s.plain, s.streaming = newHandler(true, s.warm), newHandler(false, s.warm)
 	return s
 }

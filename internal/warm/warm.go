@@ -18,9 +18,13 @@ import (
 )
 
 // Pool runs functions on warm goroutines: as many as run at once, each
-// kept idleFor after its last function.
+// kept idleFor after its last function, at most maxIdle of them.
 type Pool struct {
 	idleFor time.Duration
+	// maxIdle bounds the goroutines kept: after a burst of thousands of
+	// runs at once, as many idle goroutines would each hold the stack its
+	// run grew, where the next runs, come one by one, need a few.
+	maxIdle int
 	mu      sync.Mutex
 	// idle are the goroutines waiting for a function, the last to have
 	// run one last: it is taken first, and those that wait longest end.
@@ -34,9 +38,10 @@ type worker struct {
 	work chan func()
 }
 
-// New returns a pool whose idle goroutines end after idleFor.
-func New(idleFor time.Duration) *Pool {
-	return &Pool{idleFor: idleFor}
+// New returns a pool that keeps at most maxIdle idle goroutines, each
+// for idleFor.
+func New(idleFor time.Duration, maxIdle int) *Pool {
+	return &Pool{idleFor: idleFor, maxIdle: maxIdle}
 }
 
 // Go runs f on a warm goroutine, or a new one when none is idle (or the
@@ -87,13 +92,14 @@ func (p *Pool) serve(w *worker) {
 }
 
 // run runs f, then puts w back among the idle; it reports whether w
-// waits for more (not once the pool is closed). A panic of f is not
-// recovered: it ends the process with the stack where it began.
+// waits for more (not once the pool is closed, nor when maxIdle wait
+// already). A panic of f is not recovered: it ends the process with the
+// stack where it began.
 func (p *Pool) run(w *worker, f func()) bool {
 	f()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
+	if p.closed || len(p.idle) >= p.maxIdle {
 		return false
 	}
 	p.idle = append(p.idle, w)

@@ -48,7 +48,7 @@ func run(t *testing.T, p *Pool, f func()) {
 // Runs one after another go to one goroutine, which outlives them, and
 // runs at once to as many.
 func TestGoReusesItsGoroutines(t *testing.T) {
-	p := New(20 * time.Millisecond)
+	p := New(20*time.Millisecond, 8)
 	var ids sync.Map
 	for range 100 {
 		run(t, p, func() {
@@ -89,9 +89,37 @@ func TestGoReusesItsGoroutines(t *testing.T) {
 	}
 }
 
+// A burst of runs leaves maxIdle goroutines waiting; the others end with
+// their runs (goleak checks none is left after Close).
+func TestBurstLeavesAtMostMaxIdle(t *testing.T) {
+	p := New(time.Hour, 3)
+	defer p.Close()
+	release := make(chan struct{})
+	var started, wg sync.WaitGroup
+	for range 10 {
+		started.Add(1)
+		wg.Add(1)
+		p.Go(func() { defer wg.Done(); started.Done(); <-release })
+	}
+	started.Wait()
+	close(release)
+	wg.Wait()
+	for deadline := time.Now().Add(5 * time.Second); ; runtime.Gosched() {
+		p.mu.Lock()
+		n := len(p.idle)
+		p.mu.Unlock()
+		if n == 3 {
+			break
+		}
+		if n > 3 || time.Now().After(deadline) {
+			t.Fatalf("%d goroutines idle after a burst of 10, at most 3 kept", n)
+		}
+	}
+}
+
 // Idle goroutines end after their time (goleak checks none is left).
 func TestIdleGoroutinesEnd(t *testing.T) {
-	p := New(10 * time.Millisecond)
+	p := New(10*time.Millisecond, 8)
 	for range 4 {
 		run(t, p, func() {})
 	}
@@ -107,7 +135,7 @@ func TestIdleGoroutinesEnd(t *testing.T) {
 // Close ends every goroutine, idle or busy, and later runs go to
 // goroutines of their own (goleak checks none is left).
 func TestCloseEndsThem(t *testing.T) {
-	p := New(time.Hour)
+	p := New(time.Hour, 8)
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	for range 3 {
