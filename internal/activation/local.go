@@ -60,11 +60,17 @@ type local struct {
 	othersQuiet time.Time
 }
 
+// warmRuns bounds the warm goroutines kept for the next runs: a run
+// ending hands its goroutine to one starting, so a few hundred cover
+// what steady load needs; after a burst of thousands, the rest end
+// rather than hold the stacks their runs grew.
+const warmRuns = 256
+
 func (s *Service) startLocal() {
 	ctx, cancel := context.WithCancel(context.Background())
 	n := max(1, s.opts.Concurrency)
 	l := &local{claims: make(chan struct{}, n), slots: fairshare.Shared(n), ctx: ctx, stop: cancel,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), dispatched: make(chan struct{}), warm: warm.New(10 * time.Second)}
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), dispatched: make(chan struct{}), warm: warm.New(10*time.Second, warmRuns)}
 	s.local.Store(l)
 	// A restarted worker takes what was queued meanwhile at once.
 	l.poke()
@@ -137,13 +143,6 @@ func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, 
 	l := s.local.Load()
 	l.wg.Add(1)
 	l.warm.Go(func() {
-		defer l.wg.Done()
-		defer func() {
-			release()
-			if l.backlog.Load() {
-				l.poke()
-			}
-		}()
 		slot := func(ctx context.Context) (func(), error) {
 			free, err := s.waitSlot(ctx, a.UserID)
 			if err != nil {
@@ -151,8 +150,27 @@ func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, 
 			}
 			return func() { free(); release() }, nil
 		}
-		if err := s.runClaimed(l.ctx, r, a, agent, slot); err != nil && err != errShutdown {
-			s.Log.Error("run activation", "activation_id", a.ID, "err", err)
+		end := s.runToEnd(l.ctx, r, a, agent, slot)
+		ended := func() {
+			defer l.wg.Done()
+			defer func() {
+				release()
+				if l.backlog.Load() {
+					l.poke()
+				}
+			}()
+			if err := end(); err != nil && err != errShutdown {
+				s.Log.Error("run activation", "activation_id", a.ID, "err", err)
+			}
+		}
+		// With more runs in flight than the pool keeps warm, the ends
+		// queue for the writer: each waits on a goroutine of its own
+		// (runToEnd), and this one, its stack grown, goes back to the
+		// pool or ends.
+		if len(l.claims) > warmRuns {
+			go ended()
+		} else {
+			ended()
 		}
 	})
 }

@@ -135,11 +135,23 @@ func (s *Service) untrack(r *tracked) {
 // r is the run, tracked since before a was claimed (track), and ended
 // here. agent is a's agent when the caller has it, else nil.
 func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, slot func(context.Context) (func(), error)) error {
-	defer s.untrack(r)
+	return s.runToEnd(ctx, r, a, agent, slot)()
+}
+
+// runToEnd is runClaimed up to its end: it runs a and returns what
+// records the end (and ends r), which the caller may call on another
+// goroutine. A local run does: its end waits for the writer, under load
+// behind hundreds of others, and a goroutine whose stack the agent's call
+// has grown (an SDK's request, JSON by reflection) would hold that stack
+// all the while; a fresh one waits in a few kilobytes.
+func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, slot func(context.Context) (func(), error)) (end func() error) {
 	if agent == nil {
 		var err error
 		if agent, err = s.Store.AgentGet(ctx, a.AgentID); err != nil {
-			return s.finish(ctx, a, nil, nil, fmt.Errorf("load agent: %w", err))
+			return func() error {
+				defer s.untrack(r)
+				return s.finish(ctx, a, nil, nil, fmt.Errorf("load agent: %w", err))
+			}
 		}
 	}
 	// A cancel interrupts the run through runCtx, whether it executes or
@@ -152,14 +164,20 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	var runErr error
 	runCtx, span := telemetry.StartAgent(runCtx, agent.Name, agent.ID)
 	ctx = telemetry.Continue(ctx, runCtx)
-	defer func() { endAgentSpan(span, a, res, runErr) }()
+	ending := func(record func() error) func() error {
+		return func() error {
+			defer s.untrack(r)
+			defer func() { endAgentSpan(span, a, res, runErr) }()
+			return record()
+		}
+	}
 
 	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
 	limit := timeout
 	if r.resumed {
 		var err error
 		if limit, err = s.timeLeft(ctx, a, timeout); err != nil {
-			return s.finish(ctx, a, agent, nil, fmt.Errorf("read the run's waits: %w", err))
+			return ending(func() error { return s.finish(ctx, a, agent, nil, fmt.Errorf("read the run's waits: %w", err)) })
 		}
 	}
 	release, runErr := slot(runCtx)
@@ -180,27 +198,31 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 	}
 	switch {
 	case runErr == nil:
-		return s.finish(ctx, a, agent, res, nil)
+		return ending(func() error { return s.finish(ctx, a, agent, res, nil) })
 	case errors.Is(runErr, executor.ErrWaiting):
 		// Recorded by the journal with everything it needs: nothing holds
 		// the run until its answer queues it again.
-		return nil
+		return ending(func() error { return nil })
 	case errors.Is(cause, errCancelled):
 		// Cancel already recorded the end.
-		return nil
+		return ending(func() error { return nil })
 	case errors.Is(cause, errTimedOut):
-		return s.finish(ctx, a, agent, res, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
+		return ending(func() error {
+			return s.finish(ctx, a, agent, res, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
+		})
 	case ctx.Err() != nil:
 		// The process is stopping: hand the activation back; River retries
 		// the job, here or on another worker.
-		hand, cancelHand := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancelHand()
-		if err := s.handBack(hand, a); err != nil {
-			s.Log.Error("hand back activation", "activation_id", a.ID, "err", err)
-		}
-		return errShutdown
+		return ending(func() error {
+			hand, cancelHand := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancelHand()
+			if err := s.handBack(hand, a); err != nil {
+				s.Log.Error("hand back activation", "activation_id", a.ID, "err", err)
+			}
+			return errShutdown
+		})
 	default:
-		return s.finish(ctx, a, agent, res, runErr)
+		return ending(func() error { return s.finish(ctx, a, agent, res, runErr) })
 	}
 }
 
