@@ -3,6 +3,7 @@ package activation_test
 import (
 	"context"
 	"encoding/json"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -143,5 +144,55 @@ func TestDispatchLetsANewcomerIn(t *testing.T) {
 		require.NoError(t, err)
 		t.Logf("the newcomer's run ended with %d of the other's %d still queued", queued, heavy)
 		require.Greater(t, queued, heavy/2, "the newcomer waited for the backlog")
+	})
+}
+
+// gated is a provider whose answers wait until open is closed; waiting
+// counts the calls that wait.
+type gated struct {
+	open    chan struct{}
+	waiting *atomic.Int32
+}
+
+func (g gated) Complete(ctx context.Context, r llm.Request) (*llm.Response, error) {
+	g.waiting.Add(1)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-g.open:
+	}
+	return echo{}.Complete(ctx, r)
+}
+
+// TestABurstBeyondTheWarmGoroutinesEndsEveryRun: more runs in flight at
+// once than the worker keeps warm goroutines for, so that their ends wait
+// for the writer on goroutines of their own (local.go); their answers come
+// at once and the worker stops right away: every end is recorded, none is
+// left running, and no goroutine outlives the test (goleak).
+func TestABurstBeyondTheWarmGoroutinesEndsEveryRun(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		g := gated{open: make(chan struct{}), waiting: new(atomic.Int32)}
+		b := setup(t, d, true, activation.Options{Concurrency: 1000}, func(deps *activation.Deps) {
+			deps.Executors = llmOnly(deps.Store, g)
+		})
+		r, err := b.svc.StartRecovery(ctx)
+		require.NoError(t, err)
+		const n = 300 // more than the warm goroutines kept (warmRuns)
+		ids := make([]string, n)
+		for i := range ids {
+			a, _, err := b.svc.Create(ctx, b.caller, activation.Request{AgentID: b.agent.ID, InputData: json.RawMessage(`{"prompt":"hi"}`)})
+			require.NoError(t, err)
+			ids[i] = a.ID
+		}
+		require.Eventually(t, func() bool { return g.waiting.Load() == n }, 20*time.Second, 5*time.Millisecond, "every run in flight at once")
+		close(g.open)
+		require.NoError(t, r.Stop(ctx))
+		for _, id := range ids {
+			a, err := b.store.ActivationGet(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, store.StatusCompleted, a.Status, "activation %s", id)
+		}
 	})
 }
