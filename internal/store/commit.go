@@ -26,6 +26,15 @@ type committer struct {
 	mu    sync.RWMutex // held for reading while submitting, for writing by close
 	shut  bool
 	ended chan struct{}
+	// queued are the transactions of callers that do not wait for them
+	// (InTxThen), kept here since a send on reqs blocks while it is full:
+	// under load thousands of run ends queue for the one writer, and a
+	// goroutine each, waiting, would hold its stack meanwhile. Their
+	// callers bound them (a run's end holds its claim on a slot). kick
+	// tells the loop that some came.
+	qmu    sync.Mutex
+	queued []*txReq
+	kick   chan struct{}
 	// checkpointed is when the committer last checkpointed (loop only).
 	checkpointed time.Time
 }
@@ -35,6 +44,7 @@ type txReq struct {
 	ctx      context.Context
 	fn       func(tx *Store) error
 	done     chan struct{} // closed once err and panicked are set
+	then     func(error)   // instead of done: InTxThen's caller, which does not wait
 	err      error
 	panicked any
 	hooks    []func() // the store's work after commit (onCommit)
@@ -48,7 +58,7 @@ const maxBatch = 256
 var errClosed = errors.New("store: closed")
 
 func newCommitter(s *Store) *committer {
-	c := &committer{db: s.write, store: s, reqs: make(chan *txReq, maxBatch), ended: make(chan struct{})}
+	c := &committer{db: s.write, store: s, reqs: make(chan *txReq, maxBatch), ended: make(chan struct{}), kick: make(chan struct{}, 1)}
 	go c.loop()
 	return c
 }
@@ -68,6 +78,34 @@ func (c *committer) submit(ctx context.Context, r *txReq) error {
 	}
 }
 
+// enqueue hands r to the committer without waiting (queued);
+// errClosed once the store is closed.
+func (c *committer) enqueue(r *txReq) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.shut {
+		return errClosed
+	}
+	c.qmu.Lock()
+	c.queued = append(c.queued, r)
+	c.qmu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// take moves queued transactions to batch, until it holds upTo.
+func (c *committer) take(batch []*txReq, upTo int) []*txReq {
+	c.qmu.Lock()
+	defer c.qmu.Unlock()
+	n := min(len(c.queued), max(upTo-len(batch), 0))
+	batch = append(batch, c.queued[:n]...)
+	c.queued = append(c.queued[:0:0], c.queued[n:]...)
+	return batch
+}
+
 // close lets the queued transactions commit, then stops.
 func (c *committer) close() {
 	c.mu.Lock()
@@ -83,14 +121,25 @@ func (c *committer) loop() {
 	defer close(c.ended)
 	var carry []*txReq // not yet run when their batch broke
 	for {
-		batch := carry
+		// Those who do not wait take half a batch at most before those who
+		// do (reqs) have joined it, and what room is left after.
+		batch := c.take(carry, maxBatch/2)
 		carry = nil
-		if len(batch) == 0 {
-			r, ok := <-c.reqs
-			if !ok {
-				return
+		for len(batch) == 0 {
+			select {
+			case r, ok := <-c.reqs:
+				if !ok {
+					// Closed: nothing is queued after, so what is
+					// queued now is the last.
+					if batch = c.take(batch, maxBatch); len(batch) == 0 {
+						return
+					}
+					continue
+				}
+				batch = append(batch, r)
+			case <-c.kick:
+				batch = c.take(batch, maxBatch/2)
 			}
-			batch = append(batch, r)
 		}
 		// One transaction has come: yield once before taking what else
 		// is queued, so that the goroutines runnable now (requests and
@@ -114,11 +163,16 @@ func (c *committer) loop() {
 				break drain
 			}
 		}
+		batch = c.take(batch, maxBatch)
 		c.checkpoint()
 		ran, rest := c.run(batch)
 		carry = rest
 		for _, r := range ran {
-			close(r.done)
+			if r.then != nil {
+				go r.complete()
+			} else {
+				close(r.done)
+			}
 		}
 	}
 }
@@ -218,6 +272,17 @@ func (c *committer) run(batch []*txReq) (ran, rest []*txReq) {
 		}
 	}
 	return ran, rest
+}
+
+// complete ends an InTxThen whose transaction ran: as InTx returns.
+func (r *txReq) complete() {
+	if r.panicked != nil {
+		panic(r.panicked)
+	}
+	if r.err == nil {
+		runAll(r.after)
+	}
+	r.then(r.err)
 }
 
 // call runs fn, turning a panic into a value the caller re-raises.

@@ -106,6 +106,73 @@ func TestSharedCommitKeepsEachOutcome(t *testing.T) {
 	})
 }
 
+// Transactions whose callers do not wait (InTxThen) queue without
+// blocking them, hundreds past what a batch holds, beside those of callers
+// who wait, and each caller hears its own outcome: then runs after the
+// commit and its AfterCommit functions, and a failed one's AfterCommit
+// never runs.
+func TestCommitsNobodyWaitsFor(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		wait, release := holdCommitter(t, s)
+
+		const async, waiting = 600, 30
+		boom := errors.New("boom")
+		outcomes := make(chan string, async+waiting)
+		for i := range async {
+			var committed bool
+			// Called here, one after another, while the committer is
+			// held: on SQLite none may wait for it.
+			s.InTxThen(ctx, func(tx *store.Store) error {
+				if err := tx.UserCreate(ctx, userAt(fmt.Sprintf("a%d@x.io", i)), false); err != nil {
+					return err
+				}
+				tx.AfterCommit(func() { committed = true })
+				if i%4 == 1 {
+					return boom
+				}
+				return nil
+			}, func(err error) {
+				_, found := s.UserGetByEmail(context.Background(), fmt.Sprintf("a%d@x.io", i))
+				switch {
+				case i%4 == 1 && errors.Is(err, boom) && !committed && errors.Is(found, store.ErrNotFound):
+				case i%4 != 1 && err == nil && committed && found == nil:
+				default:
+					outcomes <- fmt.Sprintf("a%d: err %v, AfterCommit run %v, read %v", i, err, committed, found)
+					return
+				}
+				outcomes <- ""
+			})
+		}
+		var wg sync.WaitGroup
+		for i := range waiting {
+			wg.Go(func() {
+				err := s.InTx(ctx, func(tx *store.Store) error {
+					return tx.UserCreate(ctx, userAt(fmt.Sprintf("s%d@x.io", i)), false)
+				})
+				if err != nil {
+					outcomes <- fmt.Sprintf("s%d: %v", i, err)
+					return
+				}
+				outcomes <- ""
+			})
+		}
+		wait(async + waiting)
+		release()
+		wg.Wait()
+		for range async + waiting {
+			select {
+			case o := <-outcomes:
+				require.Empty(t, o)
+			case <-time.After(20 * time.Second):
+				t.Fatal("a transaction's caller never heard of it")
+			}
+		}
+	})
+}
+
 // A caller that gives up while its transaction waits gets its context's
 // error and writes nothing; one that cancels while its transaction runs
 // does not interrupt the others sharing the commit.

@@ -36,7 +36,9 @@ func (s *Store) QueuedTxs() int {
 	if s.commits == nil {
 		return 0
 	}
-	return len(s.commits.reqs)
+	s.commits.qmu.Lock()
+	defer s.commits.qmu.Unlock()
+	return len(s.commits.reqs) + len(s.commits.queued)
 }
 
 // ExecOnWriter runs q on the writer: on SQLite the one connection the

@@ -246,6 +246,22 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) (err error) 
 	return s.inOwnTx(ctx, fn)
 }
 
+// InTxThen is InTx for a caller that need not wait for the commit: then
+// gets what InTx would return once the transaction has committed (after
+// its AfterCommit functions) or failed. On SQLite the transaction queues
+// for the committer, and nothing waits meanwhile: then runs on a goroutine
+// of its own. Elsewhere (PostgreSQL, or inside a transaction) it is InTx,
+// then then, on the caller's goroutine.
+func (s *Store) InTxThen(ctx context.Context, fn func(tx *Store) error, then func(error)) {
+	if s.tx != nil || s.commits == nil {
+		then(s.InTx(ctx, fn))
+		return
+	}
+	if err := s.commits.enqueue(&txReq{ctx: ctx, fn: fn, then: then}); err != nil {
+		then(err)
+	}
+}
+
 func (s *Store) inOwnTx(ctx context.Context, fn func(tx *Store) error) (err error) {
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
