@@ -156,28 +156,42 @@ func (b *Bus) Append(ctx context.Context, tx *store.Store, evs ...*Event) error 
 
 // appendWith has write store evs' rows, and gives evs their seqs.
 func (b *Bus) appendWith(evs []*Event, write func([]*store.EventRow) error) error {
+	rows, err := b.rows(evs)
+	if err != nil {
+		return err
+	}
+	if err := write(rows); err != nil {
+		return fmt.Errorf("events: append: %w", err)
+	}
+	numbered(evs, rows)
+	return nil
+}
+
+// rows are evs as the store keeps them.
+func (b *Bus) rows(evs []*Event) ([]*store.EventRow, error) {
 	rows := make([]*store.EventRow, len(evs))
 	for i, ev := range evs {
 		if ev.UserID == "" {
-			return errors.New("events: append: event without a user")
+			return nil, errors.New("events: append: event without a user")
 		}
 		if ev.Timestamp.IsZero() {
 			ev.Timestamp = b.now()
 		}
 		payload, err := json.Marshal(ev)
 		if err != nil {
-			return fmt.Errorf("events: encode: %w", err)
+			return nil, fmt.Errorf("events: encode: %w", err)
 		}
 		rows[i] = &store.EventRow{UserID: ev.UserID, Type: ev.Type, ActivationID: ev.ActivationID,
 			AppID: ev.ContextString("app_id"), ChatID: ev.ContextString("chat_id"), Payload: payload, CreatedAt: ev.Timestamp}
 	}
-	if err := write(rows); err != nil {
-		return fmt.Errorf("events: append: %w", err)
-	}
+	return rows, nil
+}
+
+// numbered gives evs the seqs their stored rows got.
+func numbered(evs []*Event, rows []*store.EventRow) {
 	for i, ev := range evs {
 		ev.Seq = rows[i].Seq
 	}
-	return nil
 }
 
 // Record appends the events in tx (Append) and publishes them once tx has
@@ -198,12 +212,38 @@ func (b *Bus) RecordWith(tx *store.Store, write func([]*store.EventRow) error, e
 	if err := b.appendWith(evs, write); err != nil {
 		return err
 	}
+	b.publishAfter(tx, evs)
+	return nil
+}
+
+// RecordWithThen is RecordWith for a write that does not wait for its
+// commit (store.InTxThen): write hands its outcome to done, and then gets
+// RecordWith's once the events have their seqs and are published (tx is
+// the store outside a transaction: they were committed).
+func (b *Bus) RecordWithThen(tx *store.Store, write func(rows []*store.EventRow, done func(error)), then func(error), evs ...*Event) {
+	rows, err := b.rows(evs)
+	if err != nil {
+		then(err)
+		return
+	}
+	write(rows, func(err error) {
+		if err != nil {
+			then(fmt.Errorf("events: append: %w", err))
+			return
+		}
+		numbered(evs, rows)
+		b.publishAfter(tx, evs)
+		then(nil)
+	})
+}
+
+// publishAfter publishes copies of evs once tx has committed.
+func (b *Bus) publishAfter(tx *store.Store, evs []*Event) {
 	out := make([]Event, len(evs))
 	for i, ev := range evs {
 		out[i] = *ev
 	}
 	tx.AfterCommit(func() { b.Publish(context.Background(), out...) })
-	return nil
 }
 
 // Publish delivers committed events to every node's subscribers. It never

@@ -344,16 +344,10 @@ func (s *Store) ActivationFinish(ctx context.Context, id string, o Outcome) (*Ac
 // BEGIN, three statements and COMMIT were a round trip each. Elsewhere it
 // is a transaction of those.
 func (s *Store) ActivationFinishRecorded(ctx context.Context, id string, o Outcome, rows []*EventRow, usage ...*UsageRecord) (*Activation, bool, error) {
-	if s.tx != nil || !s.d.writableCTE() || len(o.Logs) > 0 || len(rows) == 0 || len(usage) > 1 {
+	if !s.finishesInOneStatement(o, rows, usage) {
 		var a *Activation
 		var ok bool
-		err := s.InTx(ctx, func(tx *Store) error {
-			var err error
-			if a, ok, err = tx.ActivationFinish(ctx, id, o); err != nil || !ok {
-				return err
-			}
-			return tx.EventAppendWithUsage(ctx, rows, usage...)
-		})
+		err := s.InTx(ctx, s.finishRecordedTx(ctx, id, o, rows, usage, &a, &ok))
 		if err != nil {
 			return nil, false, err
 		}
@@ -380,6 +374,44 @@ func (s *Store) ActivationFinishRecorded(ctx context.Context, id string, o Outco
 		return nil, false, mapErr(err)
 	}
 	return s.changed(&a, err)
+}
+
+// ActivationFinishRecordedThen is ActivationFinishRecorded for a caller
+// that need not wait for the commit (InTxThen): then gets what it would
+// return. Where that is one statement (PostgreSQL), it runs on the
+// caller's goroutine.
+func (s *Store) ActivationFinishRecordedThen(ctx context.Context, id string, o Outcome, rows []*EventRow, usage []*UsageRecord, then func(*Activation, bool, error)) {
+	if s.finishesInOneStatement(o, rows, usage) {
+		then(s.ActivationFinishRecorded(ctx, id, o, rows, usage...))
+		return
+	}
+	var a *Activation
+	var ok bool
+	s.InTxThen(ctx, s.finishRecordedTx(ctx, id, o, rows, usage, &a, &ok), func(err error) {
+		if err != nil {
+			then(nil, false, err)
+			return
+		}
+		then(a, ok, nil)
+	})
+}
+
+// finishesInOneStatement reports whether ActivationFinishRecorded is the
+// one statement of its doc.
+func (s *Store) finishesInOneStatement(o Outcome, rows []*EventRow, usage []*UsageRecord) bool {
+	return s.tx == nil && s.d.writableCTE() && len(o.Logs) == 0 && len(rows) > 0 && len(usage) <= 1
+}
+
+// finishRecordedTx is ActivationFinishRecorded as a transaction, which sets
+// *a and *ok as ActivationFinish returns them.
+func (s *Store) finishRecordedTx(ctx context.Context, id string, o Outcome, rows []*EventRow, usage []*UsageRecord, a **Activation, ok *bool) func(tx *Store) error {
+	return func(tx *Store) error {
+		var err error
+		if *a, *ok, err = tx.ActivationFinish(ctx, id, o); err != nil || !*ok {
+			return err
+		}
+		return tx.EventAppendWithUsage(ctx, rows, usage...)
+	}
 }
 
 // finished is ActivationFinishRecorded's condition of its writes: the
