@@ -49,6 +49,15 @@ func (c *cancelOnEvent) RecordWith(tx *store.Store, write func([]*store.EventRow
 	return c.Record(context.Background(), tx, evs...)
 }
 
+func (c *cancelOnEvent) RecordWithThen(tx *store.Store, write func([]*store.EventRow, func(error)), then func(error), evs ...*events.Event) {
+	write(nil, func(err error) {
+		if err == nil {
+			err = c.Record(context.Background(), tx, evs...)
+		}
+		then(err)
+	})
+}
+
 func (c *cancelOnEvent) hear(ctx context.Context, evs []events.Event) {
 	for _, ev := range evs {
 		if ev.Type != c.typ {

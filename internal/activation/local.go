@@ -151,27 +151,19 @@ func (s *Service) runLocal(r *tracked, a *store.Activation, agent *store.Agent, 
 			return func() { free(); release() }, nil
 		}
 		end := s.runToEnd(l.ctx, r, a, agent, slot)
-		ended := func() {
+		// With more runs in flight than the pool keeps warm, the ends
+		// queue for the writer (runToEnd), and this goroutine, its stack
+		// grown, goes back to the pool or ends.
+		end(len(l.claims) > warmRuns, func(err error) {
 			defer l.wg.Done()
-			defer func() {
-				release()
-				if l.backlog.Load() {
-					l.poke()
-				}
-			}()
-			if err := end(); err != nil && err != errShutdown {
+			release()
+			if l.backlog.Load() {
+				l.poke()
+			}
+			if err != nil && err != errShutdown {
 				s.Log.Error("run activation", "activation_id", a.ID, "err", err)
 			}
-		}
-		// With more runs in flight than the pool keeps warm, the ends
-		// queue for the writer: each waits on a goroutine of its own
-		// (runToEnd), and this one, its stack grown, goes back to the
-		// pool or ends.
-		if len(l.claims) > warmRuns {
-			go ended()
-		} else {
-			ended()
-		}
+		})
 	})
 }
 

@@ -71,6 +71,9 @@ func (noEvents) Record(context.Context, *store.Store, ...*events.Event) error { 
 func (noEvents) RecordWith(_ *store.Store, write func([]*store.EventRow) error, _ ...*events.Event) error {
 	return write(nil)
 }
+func (noEvents) RecordWithThen(_ *store.Store, write func([]*store.EventRow, func(error)), then func(error), _ ...*events.Event) {
+	write(nil, then)
+}
 func (noEvents) PublishDelta(context.Context, string, string, string) {}
 func (noEvents) EndTokens(string, string)                             {}
 func (noEvents) Subscribe(string, events.Filter, int) *events.Subscription {

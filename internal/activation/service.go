@@ -51,6 +51,9 @@ type EventBus interface {
 	// RecordWith is Record for events that write stores with what they
 	// are about (events.Bus.RecordWith).
 	RecordWith(tx *store.Store, write func([]*store.EventRow) error, evs ...*events.Event) error
+	// RecordWithThen is RecordWith for a write that does not wait for
+	// its commit (events.Bus.RecordWithThen).
+	RecordWithThen(tx *store.Store, write func(rows []*store.EventRow, done func(error)), then func(error), evs ...*events.Event)
 	PublishDelta(ctx context.Context, userID, activationID, text string)
 	// EndTokens says the run's fragments are all published: streams of
 	// the activation stop waiting for more.

@@ -135,22 +135,36 @@ func (s *Service) untrack(r *tracked) {
 // r is the run, tracked since before a was claimed (track), and ended
 // here. agent is a's agent when the caller has it, else nil.
 func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, slot func(context.Context) (func(), error)) error {
-	return s.runToEnd(ctx, r, a, agent, slot)()
+	var err error
+	s.runToEnd(ctx, r, a, agent, slot)(false, func(e error) { err = e })
+	return err
 }
 
-// runToEnd is runClaimed up to its end: it runs a and returns what
-// records the end (and ends r), which the caller may call on another
-// goroutine. A local run does: its end waits for the writer, under load
-// behind hundreds of others, and a goroutine whose stack the agent's call
-// has grown (an SDK's request, JSON by reflection) would hold that stack
-// all the while; a fresh one waits in a few kilobytes.
-func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, slot func(context.Context) (func(), error)) (end func() error) {
+// An ending records a run's end (and ends its tracking), then calls then
+// with the outcome. Queued, its write queues for the writer
+// (store.InTxThen) and nothing waits for it: then runs later, on another
+// goroutine. Otherwise then has run when it returns.
+type ending func(queued bool, then func(error))
+
+// now is an ending that records nothing the writer queues: record.
+func now(record func() error) ending {
+	return func(_ bool, then func(error)) { then(record()) }
+}
+
+// runToEnd is runClaimed up to its end: it runs a and returns the ending.
+// A local run queues it under load (local.go): the end then waits for the
+// writer behind hundreds of others without a goroutine, where the run's
+// own, its stack grown by the agent's call (an SDK's request, JSON by
+// reflection), would hold that stack all the while.
+func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation, agent *store.Agent, slot func(context.Context) (func(), error)) ending {
 	if agent == nil {
 		var err error
 		if agent, err = s.Store.AgentGet(ctx, a.AgentID); err != nil {
-			return func() error {
-				defer s.untrack(r)
-				return s.finish(ctx, a, nil, nil, fmt.Errorf("load agent: %w", err))
+			return func(queued bool, then func(error)) {
+				s.finish(ctx, a, nil, nil, fmt.Errorf("load agent: %w", err), queued, func(err error) {
+					s.untrack(r)
+					then(err)
+				})
 			}
 		}
 	}
@@ -164,12 +178,17 @@ func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation,
 	var runErr error
 	runCtx, span := telemetry.StartAgent(runCtx, agent.Name, agent.ID)
 	ctx = telemetry.Continue(ctx, runCtx)
-	ending := func(record func() error) func() error {
-		return func() error {
-			defer s.untrack(r)
-			defer func() { endAgentSpan(span, a, res, runErr) }()
-			return record()
+	ends := func(record ending) ending {
+		return func(queued bool, then func(error)) {
+			record(queued, func(err error) {
+				endAgentSpan(span, a, res, runErr)
+				s.untrack(r)
+				then(err)
+			})
 		}
+	}
+	finishing := func(res *executor.Result, runErr error) ending {
+		return ends(func(queued bool, then func(error)) { s.finish(ctx, a, agent, res, runErr, queued, then) })
 	}
 
 	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
@@ -177,7 +196,7 @@ func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation,
 	if r.resumed {
 		var err error
 		if limit, err = s.timeLeft(ctx, a, timeout); err != nil {
-			return ending(func() error { return s.finish(ctx, a, agent, nil, fmt.Errorf("read the run's waits: %w", err)) })
+			return finishing(nil, fmt.Errorf("read the run's waits: %w", err))
 		}
 	}
 	release, runErr := slot(runCtx)
@@ -198,31 +217,29 @@ func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation,
 	}
 	switch {
 	case runErr == nil:
-		return ending(func() error { return s.finish(ctx, a, agent, res, nil) })
+		return finishing(res, nil)
 	case errors.Is(runErr, executor.ErrWaiting):
 		// Recorded by the journal with everything it needs: nothing holds
 		// the run until its answer queues it again.
-		return ending(func() error { return nil })
+		return ends(now(func() error { return nil }))
 	case errors.Is(cause, errCancelled):
 		// Cancel already recorded the end.
-		return ending(func() error { return nil })
+		return ends(now(func() error { return nil }))
 	case errors.Is(cause, errTimedOut):
-		return ending(func() error {
-			return s.finish(ctx, a, agent, res, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
-		})
+		return finishing(res, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
 	case ctx.Err() != nil:
 		// The process is stopping: hand the activation back; River retries
 		// the job, here or on another worker.
-		return ending(func() error {
+		return ends(now(func() error {
 			hand, cancelHand := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancelHand()
 			if err := s.handBack(hand, a); err != nil {
 				s.Log.Error("hand back activation", "activation_id", a.ID, "err", err)
 			}
 			return errShutdown
-		})
+		}))
 	default:
-		return ending(func() error { return s.finish(ctx, a, agent, res, runErr) })
+		return finishing(res, runErr)
 	}
 }
 
@@ -254,11 +271,12 @@ func (s *Service) timeLeft(ctx context.Context, a *store.Activation, timeout tim
 }
 
 // finish records the outcome, its event and its webhook in one transaction
-// and publishes the event after commit. The output is stored as the agent
-// returned it, except for what the databases cannot store (NUL, invalid
-// UTF-8: U+FFFD instead). agent is the activation's agent when the run
-// loaded it, else nil. ctx ends when the process stops.
-func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.Agent, res *executor.Result, runErr error) error {
+// and publishes the event after commit, then calls then (queued: see
+// ending). The output is stored as the agent returned it, except for what
+// the databases cannot store (NUL, invalid UTF-8: U+FFFD instead). agent
+// is the activation's agent when the run loaded it, else nil. ctx ends
+// when the process stops.
+func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.Agent, res *executor.Result, runErr error, queued bool, then func(error)) {
 	if res == nil {
 		res = &executor.Result{}
 	}
@@ -273,11 +291,12 @@ func (s *Service) finish(ctx context.Context, a *store.Activation, agent *store.
 		s.bill(a, r)
 	}
 	// The result must be saved even when the run's context is gone.
-	err := s.recordEnd(context.WithoutCancel(ctx), a, agent, o, res.Usage)
-	if err != nil {
-		err = s.retryEnd(ctx, a, agent, o, res.Usage, err)
-	}
-	return err
+	s.recordEnd(context.WithoutCancel(ctx), a, agent, o, res.Usage, queued, func(err error) {
+		if err != nil {
+			err = s.retryEnd(ctx, a, agent, o, res.Usage, err)
+		}
+		then(err)
+	})
 }
 
 // ErrNotStored is the error of an activation whose result the database
@@ -307,25 +326,33 @@ func (s *Service) retryEnd(ctx context.Context, a *store.Activation, agent *stor
 		case <-t.C:
 		}
 		delay = min(2*delay, 10*time.Second)
-		if err = s.recordEnd(save, a, agent, o, usage); err == nil {
+		if err = s.recordEndNow(save, a, agent, o, usage); err == nil {
 			return nil
 		}
-		if s.recordEnd(save, a, agent, fallback, usage) == nil {
+		if s.recordEndNow(save, a, agent, fallback, usage) == nil {
 			s.Log.Warn("activation failed: its result could not be stored", "activation_id", a.ID, "err", err)
 			return nil
 		}
 	}
 }
 
+// recordEndNow is recordEnd waited for.
+func (s *Service) recordEndNow(ctx context.Context, a *store.Activation, agent *store.Agent, o store.Outcome, usage []*store.UsageRecord) error {
+	var err error
+	s.recordEnd(ctx, a, agent, o, usage, false, func(e error) { err = e })
+	return err
+}
+
 // recordEnd stores outcome o of a in one transaction with its event and
 // webhook, and the usage of the LLM calls no step recorded, and publishes
-// the event after commit. An end recorded already (a cancel) records none
-// of it.
-func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *store.Agent, o store.Outcome, usage []*store.UsageRecord) error {
+// the event after commit, then calls then (queued: see ending). An end
+// recorded already (a cancel) records none of it.
+func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *store.Agent, o store.Outcome, usage []*store.UsageRecord, queued bool, then func(error)) {
 	if s.endsAlone(a, agent) {
-		return s.recordEndAlone(ctx, a, o, usage)
+		s.recordEndAlone(ctx, a, o, usage, queued, then)
+		return
 	}
-	return s.Store.InTx(ctx, func(tx *store.Store) error {
+	fn := func(tx *store.Store) error {
 		ended, ok, err := tx.ActivationFinish(ctx, a.ID, o)
 		if err != nil {
 			return err
@@ -338,7 +365,12 @@ func (s *Service) recordEnd(ctx context.Context, a *store.Activation, agent *sto
 		}
 		s.afterUsage(ctx, tx, usage)
 		return nil
-	})
+	}
+	if queued {
+		s.Store.InTxThen(ctx, fn, then)
+		return
+	}
+	then(s.Store.InTx(ctx, fn))
 }
 
 // endsAlone reports whether the end of a is its row, its event and its
@@ -364,26 +396,32 @@ var errEndedAlready = errors.New("activation ended already")
 
 // recordEndAlone is recordEnd of an end that endsAlone: its event is made
 // from a as o leaves it, and stored only if a was still running.
-func (s *Service) recordEndAlone(ctx context.Context, a *store.Activation, o store.Outcome, usage []*store.UsageRecord) error {
+func (s *Service) recordEndAlone(ctx context.Context, a *store.Activation, o store.Outcome, usage []*store.UsageRecord, queued bool, then func(error)) {
 	ev := s.endEvent(o.Applied(*a))
 	var ended *store.Activation
-	err := s.Events.RecordWith(s.Store, func(rows []*store.EventRow) error {
-		var ok bool
-		var err error
-		if ended, ok, err = s.Store.ActivationFinishRecorded(ctx, a.ID, o, rows, usage...); err == nil && !ok {
-			err = errEndedAlready
+	write := func(rows []*store.EventRow, done func(error)) {
+		finished := func(e *store.Activation, ok bool, err error) {
+			if ended = e; err == nil && !ok {
+				err = errEndedAlready
+			}
+			done(err)
 		}
-		return err
+		if queued {
+			s.Store.ActivationFinishRecordedThen(ctx, a.ID, o, rows, usage, finished)
+			return
+		}
+		finished(s.Store.ActivationFinishRecorded(ctx, a.ID, o, rows, usage...))
+	}
+	s.Events.RecordWithThen(s.Store, write, func(err error) {
+		switch {
+		case errors.Is(err, errEndedAlready):
+			err = nil // by a cancel, or by the run this one was handed to
+		case err == nil:
+			s.Metrics.ActivationEnded(ended.Status, ended.DurationMS)
+			s.afterUsage(ctx, s.Store, usage)
+		}
+		then(err)
 	}, &ev)
-	if errors.Is(err, errEndedAlready) {
-		return nil // by a cancel, or by the run this one was handed to
-	}
-	if err != nil {
-		return err
-	}
-	s.Metrics.ActivationEnded(ended.Status, ended.DurationMS)
-	s.afterUsage(ctx, s.Store, usage)
-	return nil
 }
 
 // endEvent is the event of a's end.
