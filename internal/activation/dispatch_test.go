@@ -165,10 +165,11 @@ func (g gated) Complete(ctx context.Context, r llm.Request) (*llm.Response, erro
 }
 
 // TestABurstBeyondTheWarmGoroutinesEndsEveryRun: more runs in flight at
-// once than the worker keeps warm goroutines for, so that their ends wait
-// for the writer on goroutines of their own (local.go); their answers come
-// at once and the worker stops right away: every end is recorded, none is
-// left running, and no goroutine outlives the test (goleak).
+// once than the worker keeps warm goroutines for, so that their ends queue
+// for the writer with no goroutine waiting (local.go, store.InTxThen);
+// their answers come at once and the worker stops right away: every end is
+// recorded, none is left running, and no goroutine outlives the test
+// (goleak).
 func TestABurstBeyondTheWarmGoroutinesEndsEveryRun(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
