@@ -15,6 +15,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/store/storetest"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
 
@@ -169,7 +170,8 @@ func (g gated) Complete(ctx context.Context, r llm.Request) (*llm.Response, erro
 // for the writer with no goroutine waiting (local.go, store.InTxThen);
 // their answers come at once and the worker stops right away: every end is
 // recorded, none is left running, and no goroutine outlives the test
-// (goleak).
+// (goleak). Some answers the database refuses to store: those runs fail
+// with the reason, through the retries a queued end makes too.
 func TestABurstBeyondTheWarmGoroutinesEndsEveryRun(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
@@ -178,21 +180,31 @@ func TestABurstBeyondTheWarmGoroutinesEndsEveryRun(t *testing.T) {
 		b := setup(t, d, true, activation.Options{Concurrency: 1000}, func(deps *activation.Deps) {
 			deps.Executors = llmOnly(deps.Store, g)
 		})
+		storetest.FailFinishes(t, b.store, "output_data", "poison")
 		r, err := b.svc.StartRecovery(ctx)
 		require.NoError(t, err)
 		const n = 300 // more than the warm goroutines kept (warmRuns)
 		ids := make([]string, n)
 		for i := range ids {
-			a, _, err := b.svc.Create(ctx, b.caller, activation.Request{AgentID: b.agent.ID, InputData: json.RawMessage(`{"prompt":"hi"}`)})
+			prompt := "hi"
+			if i%50 == 7 {
+				prompt = "poison"
+			}
+			a, _, err := b.svc.Create(ctx, b.caller, activation.Request{AgentID: b.agent.ID, InputData: json.RawMessage(`{"prompt":"` + prompt + `"}`)})
 			require.NoError(t, err)
 			ids[i] = a.ID
 		}
 		require.Eventually(t, func() bool { return g.waiting.Load() == n }, 20*time.Second, 5*time.Millisecond, "every run in flight at once")
 		close(g.open)
 		require.NoError(t, r.Stop(ctx))
-		for _, id := range ids {
+		for i, id := range ids {
 			a, err := b.store.ActivationGet(ctx, id)
 			require.NoError(t, err)
+			if i%50 == 7 {
+				require.Equal(t, store.StatusFailed, a.Status, "activation %s", id)
+				require.Equal(t, activation.ErrNotStored, *a.Error)
+				continue
+			}
 			require.Equal(t, store.StatusCompleted, a.Status, "activation %s", id)
 		}
 	})

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/llm"
 	"github.com/agentplatform/agentplatform/internal/llm/llmtest"
 	"github.com/agentplatform/agentplatform/internal/store"
+	"github.com/agentplatform/agentplatform/internal/store/storetest"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
 
@@ -80,38 +80,6 @@ func TestNULInOutputBecomesReplacementCharacter(t *testing.T) {
 	})
 }
 
-// failFinishes makes the database refuse, with a trigger, every update that
-// ends an activation whose column col contains marker: a store error while
-// recording an end, injected in the real database. drop removes it.
-func failFinishes(t *testing.T, e *env, col, marker string) (drop func()) {
-	t.Helper()
-	ctx := context.Background()
-	db := e.srv.Store.DB()
-	name := "test_fail_finish_" + col
-	stmts := []string{`CREATE TRIGGER ` + name + ` BEFORE UPDATE OF status ON activations
-		WHEN NEW.status IN ('completed', 'failed') AND CAST(NEW.` + col + ` AS TEXT) LIKE '%` + marker + `%'
-		BEGIN SELECT RAISE(ABORT, 'injected fault: cannot record this end'); END`}
-	dropSQL := `DROP TRIGGER ` + name
-	if e.srv.Store.Dialect() == store.Postgres {
-		stmts = []string{
-			`CREATE FUNCTION ` + name + `() RETURNS trigger LANGUAGE plpgsql AS $$
-				BEGIN RAISE EXCEPTION 'injected fault: cannot record this end'; END $$`,
-			`CREATE TRIGGER ` + name + ` BEFORE UPDATE ON activations FOR EACH ROW
-				WHEN (NEW.status IN ('completed', 'failed') AND CAST(NEW.` + col + ` AS TEXT) LIKE '%` + marker + `%')
-				EXECUTE FUNCTION ` + name + `()`,
-		}
-		dropSQL = `DROP TRIGGER ` + name + ` ON activations`
-	}
-	for _, q := range stmts {
-		_, err := db.ExecContext(ctx, q)
-		require.NoError(t, err)
-	}
-	return func() {
-		_, err := db.ExecContext(ctx, dropSQL)
-		require.NoError(t, err)
-	}
-}
-
 // A store error while recording an end never leaves an activation running:
 // a result that cannot be stored is replaced by a failure with a short
 // reason; while nothing can be stored, the end is retried until it is.
@@ -123,7 +91,7 @@ func TestFailingFinishNeverLeavesTheActivationRunning(t *testing.T) {
 		f := e.llmAgent(token, nil, 30) // echo: the output repeats the prompt
 
 		// This output can never be stored: the run fails with the reason.
-		failFinishes(t, e, "output_data", "poison-output")
+		storetest.FailFinishes(t, e.srv.Store, "output_data", "poison-output")
 		done := e.await(token, e.activate(token, f, map[string]any{"prompt": "poison-output"}))
 		require.Equal(t, "failed", done.str("status"))
 		require.Equal(t, "The activation ended but its result could not be stored", done.str("error"))
@@ -137,7 +105,7 @@ func TestFailingFinishNeverLeavesTheActivationRunning(t *testing.T) {
 		// fourth round waits (had it gone between a round's two tries, the
 		// failure would rightly be what is stored).
 		faults := strings.Count(e.logs.String(), "injected fault")
-		drop := failFinishes(t, e, "input_data", "blocked-for-a-while")
+		drop := storetest.FailFinishes(t, e.srv.Store, "input_data", "blocked-for-a-while")
 		id := e.activate(token, f, map[string]any{"prompt": "blocked-for-a-while"})
 		require.Eventually(t, func() bool { return strings.Count(e.logs.String(), "injected fault") >= faults+4 }, 20*time.Second, 10*time.Millisecond)
 		require.Equal(t, "running", e.do("GET", "/api/v1/activations/"+id, nil, bearer(token)).expect(t, 200).str("status"))
