@@ -102,7 +102,8 @@ func (c *committer) take(batch []*txReq, upTo int) []*txReq {
 	defer c.qmu.Unlock()
 	n := min(len(c.queued), max(upTo-len(batch), 0))
 	batch = append(batch, c.queued[:n]...)
-	c.queued = append(c.queued[:0:0], c.queued[n:]...)
+	clear(c.queued[:n]) // the array outlives them: let them go
+	c.queued = c.queued[n:]
 	return batch
 }
 
