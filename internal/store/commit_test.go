@@ -173,6 +173,41 @@ func TestCommitsNobodyWaitsFor(t *testing.T) {
 	})
 }
 
+// Closing the store with transactions queued that nobody waits for
+// commits them first, and every caller hears its outcome; one queued after
+// the close hears that the store is closed.
+func TestCloseCommitsWhatNobodyWaitsFor(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		s := testdb.Open(t, d)
+		wait, release := holdCommitter(t, s)
+		const n = 300
+		outcomes := make(chan error, n)
+		for i := range n {
+			s.InTxThen(ctx, func(tx *store.Store) error {
+				return tx.UserCreate(ctx, userAt(fmt.Sprintf("c%d@x.io", i)), false)
+			}, func(err error) { outcomes <- err })
+		}
+		wait(n)
+		closed := make(chan error, 1)
+		go func() { closed <- s.Close() }()
+		release()
+		require.NoError(t, <-closed)
+		for range n {
+			select {
+			case err := <-outcomes:
+				require.NoError(t, err)
+			case <-time.After(20 * time.Second):
+				t.Fatal("a transaction queued before the close was never heard of")
+			}
+		}
+		var after error
+		s.InTxThen(ctx, func(*store.Store) error { return nil }, func(err error) { after = err })
+		require.Error(t, after, "the store is closed")
+	})
+}
+
 // A caller that gives up while its transaction waits gets its context's
 // error and writes nothing; one that cancels while its transaction runs
 // does not interrupt the others sharing the commit.
