@@ -146,8 +146,9 @@ func (s *Service) runClaimed(ctx context.Context, r *tracked, a *store.Activatio
 // goroutine. Otherwise then has run when it returns.
 type ending func(queued bool, then func(error))
 
-// now is an ending that records nothing the writer queues: record.
-func now(record func() error) ending {
+// unqueued is an ending whose record never queues for the writer: it
+// runs record on the caller's goroutine, queued or not.
+func unqueued(record func() error) ending {
 	return func(_ bool, then func(error)) { then(record()) }
 }
 
@@ -221,16 +222,16 @@ func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation,
 	case errors.Is(runErr, executor.ErrWaiting):
 		// Recorded by the journal with everything it needs: nothing holds
 		// the run until its answer queues it again.
-		return ends(now(func() error { return nil }))
+		return ends(unqueued(func() error { return nil }))
 	case errors.Is(cause, errCancelled):
 		// Cancel already recorded the end.
-		return ends(now(func() error { return nil }))
+		return ends(unqueued(func() error { return nil }))
 	case errors.Is(cause, errTimedOut):
 		return finishing(res, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
 	case ctx.Err() != nil:
 		// The process is stopping: hand the activation back; River retries
 		// the job, here or on another worker.
-		return ends(now(func() error {
+		return ends(unqueued(func() error {
 			hand, cancelHand := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancelHand()
 			if err := s.handBack(hand, a); err != nil {
