@@ -152,6 +152,18 @@ func unqueued(record func() error) ending {
 	return func(_ bool, then func(error)) { then(record()) }
 }
 
+// untracking is record followed, before then, by also and the end of r's
+// tracking.
+func (s *Service) untracking(r *tracked, record ending, also func()) ending {
+	return func(queued bool, then func(error)) {
+		record(queued, func(err error) {
+			also()
+			s.untrack(r)
+			then(err)
+		})
+	}
+}
+
 // runToEnd is runClaimed up to its end: it runs a and returns the ending.
 // A local run queues it under load (local.go): the end then waits for the
 // writer behind hundreds of others without a goroutine, where the run's
@@ -161,12 +173,9 @@ func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation,
 	if agent == nil {
 		var err error
 		if agent, err = s.Store.AgentGet(ctx, a.AgentID); err != nil {
-			return func(queued bool, then func(error)) {
-				s.finish(ctx, a, nil, nil, fmt.Errorf("load agent: %w", err), queued, func(err error) {
-					s.untrack(r)
-					then(err)
-				})
-			}
+			return s.untracking(r, func(queued bool, then func(error)) {
+				s.finish(ctx, a, nil, nil, fmt.Errorf("load agent: %w", err), queued, then)
+			}, func() {})
 		}
 	}
 	// A cancel interrupts the run through runCtx, whether it executes or
@@ -180,16 +189,11 @@ func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation,
 	runCtx, span := telemetry.StartAgent(runCtx, agent.Name, agent.ID)
 	ctx = telemetry.Continue(ctx, runCtx)
 	ends := func(record ending) ending {
-		return func(queued bool, then func(error)) {
-			record(queued, func(err error) {
-				endAgentSpan(span, a, res, runErr)
-				s.untrack(r)
-				then(err)
-			})
-		}
+		return s.untracking(r, record, func() { endAgentSpan(span, a, res, runErr) })
 	}
-	finishing := func(res *executor.Result, runErr error) ending {
-		return ends(func(queued bool, then func(error)) { s.finish(ctx, a, agent, res, runErr, queued, then) })
+	// finishing records the run's result (res) with err, its error.
+	finishing := func(err error) ending {
+		return ends(func(queued bool, then func(error)) { s.finish(ctx, a, agent, res, err, queued, then) })
 	}
 
 	timeout := time.Duration(max(agent.TimeoutSeconds, 1)) * time.Second
@@ -197,7 +201,7 @@ func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation,
 	if r.resumed {
 		var err error
 		if limit, err = s.timeLeft(ctx, a, timeout); err != nil {
-			return finishing(nil, fmt.Errorf("read the run's waits: %w", err))
+			return finishing(fmt.Errorf("read the run's waits: %w", err))
 		}
 	}
 	release, runErr := slot(runCtx)
@@ -218,7 +222,7 @@ func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation,
 	}
 	switch {
 	case runErr == nil:
-		return finishing(res, nil)
+		return finishing(nil)
 	case errors.Is(runErr, executor.ErrWaiting):
 		// Recorded by the journal with everything it needs: nothing holds
 		// the run until its answer queues it again.
@@ -227,7 +231,7 @@ func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation,
 		// Cancel already recorded the end.
 		return ends(unqueued(func() error { return nil }))
 	case errors.Is(cause, errTimedOut):
-		return finishing(res, fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
+		return finishing(fmt.Errorf("Activation timed out after %d s", int(timeout.Seconds())))
 	case ctx.Err() != nil:
 		// The process is stopping: hand the activation back; River retries
 		// the job, here or on another worker.
@@ -240,7 +244,7 @@ func (s *Service) runToEnd(ctx context.Context, r *tracked, a *store.Activation,
 			return errShutdown
 		}))
 	default:
-		return finishing(res, runErr)
+		return finishing(runErr)
 	}
 }
 
