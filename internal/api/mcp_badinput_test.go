@@ -253,3 +253,57 @@ func TestMCPToolSchemaAnnotations(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPStatelessProtocol: a client of protocol revision 2026-07-28
+// (no session, no initialize; each call names its version in its _meta
+// and in the Mcp-* headers) gets its answer, and the HTTP status the
+// revision gives each refusal (SEP-2575): 400 for a tool that is not
+// there and for headers that disagree with the body, 404 for an unknown
+// method.
+func TestMCPStatelessProtocol(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		e := newEnv(t, d, nil)
+		key := e.keyWith(e.signup("ada@example.com"), "read:all", "write:all")
+		appID := e.importManifest(key, exampleManifest(t)).expect(t, 201).str("app_id")
+		const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+		post := func(method, name, params string) *resp {
+			opts := []opt{bearer(key), mcpAccept, header("Mcp-Protocol-Version", "2026-07-28"), header("Mcp-Method", method)}
+			if name != "" {
+				opts = append(opts, header("Mcp-Name", name))
+			}
+			return e.do("POST", "/api/v1/apps/"+appID+"/mcp", []byte(`{"jsonrpc":"2.0","id":7,"method":"`+method+`","params":{`+params+`}}`), opts...)
+		}
+
+		r := post("tools/call", "triage", `"name":"triage","arguments":{"prompt":"My invoice is wrong"},`+meta)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		require.Nil(t, rpcError(t, r), "%s", r.Body)
+		require.Equal(t, 7.0, r.JSON["id"])
+		require.Contains(t, string(r.Body), "echo: My invoice is wrong")
+
+		r = post("tools/list", "", meta)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+		require.Contains(t, string(r.Body), `"name":"triage"`)
+
+		for name, c := range map[string]struct {
+			r      *resp
+			status int
+			code   float64
+		}{
+			"an unknown tool":            {post("tools/call", "nope", `"name":"nope","arguments":{},`+meta), 400, -32602},
+			"a name the header disowns":  {post("tools/call", "other", `"name":"triage","arguments":{"prompt":"x"},`+meta), 400, -32020},
+			"an unknown method":          {post("nope/nope", "", meta), 404, -32601},
+			"no version in the _meta":    {post("tools/call", "triage", `"name":"triage","arguments":{"prompt":"x"}`), 400, -32602},
+			"arguments the schema fails": {post("tools/call", "triage", `"name":"triage","arguments":{"prompt":7},`+meta), 200, 0},
+		} {
+			require.Equal(t, c.status, c.r.Status, "%s: %s", name, c.r.Body)
+			if c.code == 0 {
+				require.Contains(t, string(c.r.Body), `"isError":true`, "%s: %s", name, c.r.Body)
+				continue
+			}
+			rpcErr := rpcError(t, c.r)
+			require.NotNil(t, rpcErr, "%s: %s", name, c.r.Body)
+			require.Equal(t, c.code, rpcErr["code"], "%s: %s", name, c.r.Body)
+		}
+	})
+}
