@@ -91,10 +91,12 @@ func newHandler(jsonResponse bool, pool *warm.Pool) *mcp.StreamableHTTPHandler {
 		DisableLocalhostProtection:   true,
 		MaxRequestBodyBytes:          -1,
 		PropagateRequestCancellation: true,
-		// The SDK serves each request on goroutines of its own, and the
-		// handler's run goes deep (down to the database driver): their
-		// stacks grew, copying themselves, on every call (~50 µs of a
-		// tools/call on PostgreSQL). Warm ones have grown already.
+		// A call answered in JSON runs on the request's goroutine (the
+		// fork's serveInline); anything else, a call answered as an event
+		// stream included, on goroutines of the SDK's, and the handler's
+		// run goes deep (down to the database driver): their stacks grew,
+		// copying themselves, on every call (~50 µs of a tools/call on
+		// PostgreSQL). Warm ones have grown already.
 		Go: pool.Go,
 	})
 }
@@ -327,7 +329,8 @@ func (s *Service) handle(caller *auth.Caller, t tool) mcp.ToolHandler {
 		if len(args) == 0 || string(args) == "null" {
 			args = json.RawMessage("{}")
 		}
-		// The SDK calls this on a warm goroutine (newHandler).
+		// The SDK calls this on the request's goroutine or a warm one
+		// (newHandler).
 		out, err := t.run(ctx, s, caller, args, progressOf(req))
 		if err != nil {
 			return failed(httperr.Body(ctx, err).Detail), nil

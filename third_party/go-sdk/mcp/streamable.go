@@ -437,6 +437,9 @@ func (h *StreamableHTTPHandler) serveStateless(w http.ResponseWriter, req *http.
 		logger:                      h.opts.Logger,
 		shouldPropagateCancellation: info.usesNewProtocol && (info.isSubscriptionsListen || h.opts.PropagateRequestCancellation),
 		goFunc:                      h.opts.Go,
+		// One call answered in JSON is all its request carries: it is
+		// handled where it is read (serveInline), with no Reader.
+		inlineCall: h.opts.JSONResponse && h.opts.EventStore == nil && sessionID == "" && !info.isSubscriptionsListen && info.body.oneCall(),
 	}
 
 	session, err := connectStreamable(req.Context(), server, transport, info.opts)
@@ -447,6 +450,7 @@ func (h *StreamableHTTPHandler) serveStateless(w http.ResponseWriter, req *http.
 	}
 	defer session.Close()
 
+	transport.connection.preread = &info.body
 	transport.ServeHTTP(w, req)
 }
 
@@ -467,6 +471,25 @@ type ephemeralConnectInfo struct {
 	opts                  *ServerSessionOptions
 	usesNewProtocol       bool
 	isSubscriptionsListen bool
+	body                  readBody // what was read to learn the above
+}
+
+// oneCall reports whether b is one call, not in a batch.
+func (b *readBody) oneCall() bool {
+	if b.err != nil || b.isBatch || len(b.messages) != 1 {
+		return false
+	}
+	r, ok := b.messages[0].(*jsonrpc.Request)
+	return ok && r.IsCall()
+}
+
+// readBody is a POST's body as servePOST reads it: its bytes and their
+// messages (readBatch).
+type readBody struct {
+	data     []byte
+	messages []jsonrpc.Message
+	isBatch  bool
+	err      error // readBatch's
 }
 
 // ephemeralConnectOpts peeks at the request body to determine connection
@@ -490,7 +513,8 @@ func (h *StreamableHTTPHandler) ephemeralConnectOpts(req *http.Request) (*epheme
 	}
 	req.Body.Close()
 	req.Body = io.NopCloser(bytes.NewBuffer(body))
-	msgs, _, err := readBatch(body)
+	msgs, isBatch, err := readBatch(body)
+	read := readBody{data: body, messages: msgs, isBatch: isBatch, err: err}
 	if err == nil {
 		for _, msg := range msgs {
 			if r, ok := msg.(*jsonrpc.Request); ok {
@@ -529,6 +553,7 @@ func (h *StreamableHTTPHandler) ephemeralConnectOpts(req *http.Request) (*epheme
 		},
 		usesNewProtocol:       usesNewProtocol,
 		isSubscriptionsListen: isSubscriptionsListen,
+		body:                  read,
 	}, nil
 }
 
@@ -843,6 +868,10 @@ type StreamableServerTransport struct {
 	// goFunc starts the connection's goroutines ([StreamableHTTPOptions.Go]).
 	goFunc func(func())
 
+	// inlineCall: the connection carries one call, answered in JSON (see
+	// [streamableServerConn.serveInline]).
+	inlineCall bool
+
 	// connection is non-nil if and only if the transport has been connected.
 	connection *streamableServerConn
 }
@@ -860,11 +889,18 @@ func (t *StreamableServerTransport) Connect(ctx context.Context) (Connection, er
 		logger:                      ensureLogger(t.logger), // see #556: must be non-nil
 		shouldPropagateCancellation: t.shouldPropagateCancellation,
 		goFunc:                      t.goFunc,
-		incoming:                    make(chan jsonrpc.Message, 10),
+		inlineCall:                  t.inlineCall,
 		done:                        make(chan struct{}),
-		streams:                     make(map[string]*stream),
-		requestStreams:              make(map[jsonrpc.ID]string),
 	}
+	if t.inlineCall {
+		// Its one call is handled where it is read, and answered in the
+		// body: there is nothing to read from and no stream to deliver
+		// to (a message sent beside the answer is refused, see Write).
+		return t.connection, nil
+	}
+	t.connection.incoming = make(chan jsonrpc.Message, 10)
+	t.connection.streams = make(map[string]*stream)
+	t.connection.requestStreams = make(map[jsonrpc.ID]string)
 	// Stream 0 corresponds to the standalone SSE stream.
 	//
 	// It is always text/event-stream, since it must carry arbitrarily many
@@ -901,6 +937,17 @@ type streamableServerConn struct {
 	shouldPropagateCancellation bool
 
 	goFunc func(func()) // see [goroutineStarter]
+
+	// preread is the body of a stateless connection's request, read and
+	// decoded once by the handler (ephemeralConnectOpts), which servePOST
+	// takes in place of reading it again.
+	preread *readBody
+
+	// inlineCall: the connection carries one call, answered in JSON,
+	// which inline, its jsonrpc2 connection, handles where servePOST reads
+	// it (serveInline); it has no Reader.
+	inlineCall bool
+	inline     *jsonrpc2.Connection
 
 	logger *slog.Logger
 
@@ -953,6 +1000,15 @@ func (c *streamableServerConn) propagateCancellation() bool {
 func (c *streamableServerConn) goroutineStarter() func(func()) {
 	return c.goFunc
 }
+
+// setInline and readerless implement [inlineConnection].
+func (c *streamableServerConn) setInline(conn *jsonrpc2.Connection) {
+	if c.inlineCall {
+		c.inline = conn
+	}
+}
+
+func (c *streamableServerConn) readerless() bool { return c.inlineCall }
 
 // serial implements [serialConnection]: a stateless connection carries the
 // messages of one HTTP request.
@@ -1443,25 +1499,33 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 		return
 	}
 
-	// Read incoming messages.
-	body, err := io.ReadAll(req.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+	// Read incoming messages, unless the handler has.
+	read := c.preread
+	c.preread = nil
+	if read == nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return
 		}
-		http.Error(w, "failed to read body", http.StatusBadRequest)
-		return
+		read = &readBody{data: body}
+		if len(body) > 0 {
+			// TODO(#674): once we've documented the support matrix for 2025-03-26 and
+			// earlier, drop support for matching entirely; that will simplify this
+			// logic.
+			read.messages, read.isBatch, read.err = readBatch(body)
+		}
 	}
-	if len(body) == 0 {
+	if len(read.data) == 0 {
 		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
 		return
 	}
-	// TODO(#674): once we've documented the support matrix for 2025-03-26 and
-	// earlier, drop support for matching entirely; that will simplify this
-	// logic.
-	incoming, isBatch, err := readBatch(body)
+	incoming, isBatch, err := read.messages, read.isBatch, read.err
 	if err != nil {
 		http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
 		return
@@ -1664,6 +1728,21 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 		effectiveVersion = initializeProtocolVersion
 	}
 
+	// A stateless request answered in JSON that carries one call carries
+	// nothing else: its answer is the body, and nothing may be sent beside
+	// it (notifications go to the standalone stream, which a stateless
+	// server has not). See serveInline.
+	if c.inlineCall {
+		if c.inline == nil || isBatch || len(calls) != 1 {
+			// The handler judged the body one call, and it has no Reader:
+			// anything else would hang.
+			http.Error(w, "internal error: a connection for one call got another body", http.StatusInternalServerError)
+			return
+		}
+		c.serveInline(w, req, incoming[0].(*jsonrpc.Request))
+		return
+	}
+
 	// If we don't have any calls, we can just publish the incoming messages and return.
 	// No need to track a logical stream.
 	//
@@ -1793,6 +1872,36 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 	}
 
 	c.hangResponse(req.Context(), done)
+}
+
+// serveInline answers call, the one message of a stateless request
+// answered in JSON, with its handler's response, both on the request's
+// goroutine: the Reader's goroutine, the handler's queue, a logical
+// stream and its random ID, and the hand-offs between them have nothing
+// to order or deliver here, and cost a tools/call as much as its answer.
+// The response is what Write would deliver (status included, see
+// [extractErrorStatus]).
+func (c *streamableServerConn) serveInline(w http.ResponseWriter, req *http.Request, call *jsonrpc.Request) {
+	resp := c.inline.HandleInline(call)
+	if resp == nil {
+		// Refused unanswered (the call's ID in use): cannot happen on a
+		// connection that carries one call.
+		http.Error(w, "the call was not answered", http.StatusInternalServerError)
+		return
+	}
+	data, err := jsonrpc2.EncodeMessage(resp)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("encoding the response: %v", err), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-cache, no-transform")
+	w.Header().Set("Content-Type", "application/json")
+	if status := extractErrorStatus(req.Context(), resp); status != 0 {
+		w.WriteHeader(status)
+	}
+	if _, err := w.Write(data); err != nil {
+		c.logger.Warn(fmt.Sprintf("Writing the response: %v", err))
+	}
 }
 
 // Event IDs: encode both the logical connection ID and the index, as

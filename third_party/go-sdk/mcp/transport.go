@@ -206,6 +206,9 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 	}
 	// If logging is configured, write message logs.
 	reader, writer := jsonrpc2.Reader(mcpConn), jsonrpc2.Writer(mcpConn)
+	if ic, ok := mcpConn.(inlineConnection); ok && ic.readerless() {
+		reader = nil
+	}
 	var (
 		h         H
 		preempter canceller
@@ -213,6 +216,9 @@ func connect[H handler, State any](ctx context.Context, t Transport, b binder[H,
 	bind := func(conn *jsonrpc2.Connection) jsonrpc2.Handler {
 		h = b.bind(mcpConn, conn, s, onClose)
 		preempter.conn = conn
+		if ic, ok := mcpConn.(inlineConnection); ok {
+			ic.setInline(conn)
+		}
 		return jsonrpc2.HandlerFunc(h.handle)
 	}
 	// Transports may opt in to propagating cancellation of ctx into request
@@ -265,6 +271,15 @@ type cancellationPropagator interface {
 // then runs without a goroutine of its own (jsonrpc2.ConnectionConfig.Serial).
 type serialConnection interface {
 	serial() bool
+}
+
+// inlineConnection is an optional interface implemented by a [Connection]
+// that may hand a call it reads to its jsonrpc2 connection in place of
+// its Reader (jsonrpc2.Connection.HandleInline): when readerless, it
+// carries that one call only, and no Reader is started.
+type inlineConnection interface {
+	setInline(*jsonrpc2.Connection)
+	readerless() bool
 }
 
 // goroutineStarter is an optional interface implemented by a [Connection]

@@ -56,6 +56,11 @@ type Connection struct {
 	serial  bool         // see ConnectionConfig.Serial
 	goFunc  func(func()) // see ConnectionConfig.Go; nil: a go statement
 
+	// ctx and preempter are what the reader hands requests with, kept for
+	// HandleInline.
+	ctx       context.Context
+	preempter Preempter
+
 	onInternalError func(error)
 	onDone          func()
 }
@@ -175,6 +180,9 @@ type incomingRequest struct {
 	*Request // the request being processed
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
+	// reply, if set, takes the call's response in place of the Writer
+	// (HandleInline).
+	reply func(*Response)
 }
 
 // Reader abstracts the transport mechanics from the JSON RPC protocol.
@@ -203,7 +211,7 @@ type Writer interface {
 
 // A ConnectionConfig configures a bidirectional jsonrpc2 connection.
 type ConnectionConfig struct {
-	Reader          Reader                    // required
+	Reader          Reader                    // nil: the calls come through HandleInline only
 	Writer          Writer                    // required
 	Closer          io.Closer                 // required
 	Preempter       Preempter                 // optional
@@ -257,12 +265,16 @@ func NewConnection(ctx context.Context, cfg ConnectionConfig) *Connection {
 		onDone:          cfg.OnDone,
 		onInternalError: cfg.OnInternalError,
 	}
+	c.ctx, c.preempter = ctx, cfg.Preempter
 	c.handler = cfg.Bind(c)
 	c.start(ctx, cfg.Reader, cfg.Preempter)
 	return c
 }
 
 func (c *Connection) start(ctx context.Context, reader Reader, preempter Preempter) {
+	if reader == nil {
+		return
+	}
 	c.updateInFlight(func(s *inFlightState) {
 		select {
 		case <-c.done:
@@ -598,9 +610,16 @@ func (c *Connection) acceptRequest(ctx context.Context, msg *Request, preempter 
 		ctx:     reqCtx,
 		cancel:  cancel,
 	}
+	if err := c.register(req); err != nil {
+		c.processResult("acceptRequest", req, nil, err)
+		return
+	}
+	c.handleOrEnqueue(req, preempter)
+}
 
-	// If the request is a call, add it to the incoming map so it can be
-	// cancelled (or responded) by ID.
+// register counts req in flight and, if it is a call, adds it to the
+// incoming map so it can be cancelled (or responded) by ID.
+func (c *Connection) register(req *incomingRequest) error {
 	var err error
 	c.updateInFlight(func(s *inFlightState) {
 		s.incoming++
@@ -624,11 +643,12 @@ func (c *Connection) acceptRequest(ctx context.Context, msg *Request, preempter 
 			err = s.shuttingDown(ErrServerClosing)
 		}
 	})
-	if err != nil {
-		c.processResult("acceptRequest", req, nil, err)
-		return
-	}
+	return err
+}
 
+// handleOrEnqueue hands a registered req to the preempter, and, if it
+// does not handle it, queues it for the handler.
+func (c *Connection) handleOrEnqueue(req *incomingRequest, preempter Preempter) {
 	if preempter != nil {
 		result, err := preempter.Preempt(req.ctx, req.Request)
 
@@ -638,6 +658,7 @@ func (c *Connection) acceptRequest(ctx context.Context, msg *Request, preempter 
 		}
 	}
 
+	var err error
 	c.updateInFlight(func(s *inFlightState) {
 		// If the connection is shutting down, don't enqueue anything to the
 		// handler — not even notifications. That ensures that if the handler
@@ -675,6 +696,34 @@ func (c *Connection) acceptRequest(ctx context.Context, msg *Request, preempter 
 	if err != nil {
 		c.processResult("acceptRequest", req, nil, err)
 	}
+}
+
+// HandleInline handles msg, a call its caller read in place of the
+// Reader, on the calling goroutine, and returns its response in place of
+// writing it: for a connection that carries one request whose answer is
+// the body of the exchange that brought it (a stateless HTTP request),
+// where the Reader's goroutine, the handler's queue and the Writer are
+// hand-offs with nothing to order. The call is in flight as any other
+// (Close waits for it, the peer may cancel it), and is handled with the
+// context and preempter the Reader's calls are.
+func (c *Connection) HandleInline(msg *Request) *Response {
+	reqCtx, cancel := context.WithCancelCause(c.ctx)
+	var resp *Response
+	req := &incomingRequest{Request: msg, ctx: reqCtx, cancel: cancel, reply: func(r *Response) { resp = r }}
+	if err := c.register(req); err != nil {
+		c.processResult("HandleInline", req, nil, err)
+		return resp
+	}
+	if c.preempter != nil {
+		result, err := c.preempter.Preempt(req.ctx, req.Request)
+		if !errors.Is(err, ErrNotHandled) {
+			c.processResult("Preempt", req, result, err)
+			return resp
+		}
+	}
+	result, err := c.handler.Handle(req.ctx, req.Request)
+	c.processResult(c.handler, req, result, err)
+	return resp
 }
 
 // handleAsync invokes the handler on the requests in the handler queue
@@ -746,12 +795,15 @@ func (c *Connection) processResult(from any, req *incomingRequest, result any, e
 		c.updateInFlight(func(s *inFlightState) {
 			delete(s.incomingByID, req.ID)
 		})
-		if respErr == nil {
+		switch {
+		case respErr == nil && req.reply != nil:
+			req.reply(response)
+		case respErr == nil:
 			writeErr := c.write(notDone{req.ctx}, response)
 			if err == nil {
 				err = writeErr
 			}
-		} else {
+		default:
 			err = c.internalErrorf("%#v returned a malformed result for %q: %w", from, req.Method, respErr)
 		}
 	} else { // req is a notification

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
 
 	internaljson "github.com/modelcontextprotocol/go-sdk/internal/json"
 )
@@ -76,6 +78,10 @@ type Response struct {
 	// Extra is additional information that does not appear on the wire. It can be
 	// used to pass information from the underlying transport to the application.
 	Extra any
+
+	// ownResult: Result is NewResponse's encoding, compact and valid, which
+	// EncodeMessage writes as it is.
+	ownResult bool
 }
 
 // StringID creates a new string request identifier.
@@ -117,7 +123,7 @@ func (msg *Request) marshal(to *wireCombined) {
 // supplied. If err is set result may be ignored.
 func NewResponse(id ID, result any, rerr error) (*Response, error) {
 	r, merr := marshalToRaw(result)
-	return &Response{ID: id, Result: r, Error: rerr}, merr
+	return &Response{ID: id, Result: r, Error: rerr, ownResult: merr == nil}, merr
 }
 
 func (msg *Response) marshal(to *wireCombined) {
@@ -146,6 +152,9 @@ func toWireError(err error) *WireError {
 }
 
 func EncodeMessage(msg Message) ([]byte, error) {
+	if data, ok := encodeResult(msg); ok {
+		return data, nil
+	}
 	wire := wireCombined{VersionTag: wireVersion}
 	msg.marshal(&wire)
 	data, err := jsonMarshal(&wire)
@@ -153,6 +162,34 @@ func EncodeMessage(msg Message) ([]byte, error) {
 		return nil, fmt.Errorf("marshaling jsonrpc message: %w", err)
 	}
 	return data, nil
+}
+
+// encodeResult is what EncodeMessage makes of msg when it is a result
+// NewResponse encoded, with an integer or string ID: written around the
+// result as it is, where the encoder would check it, compact it and copy
+// it once more (an answer's largest part, on every call).
+func encodeResult(msg Message) ([]byte, bool) {
+	r, ok := msg.(*Response)
+	if !ok || !r.ownResult || r.Error != nil || len(r.Result) == 0 {
+		return nil, false
+	}
+	data := make([]byte, 0, len(r.Result)+48)
+	data = append(data, `{"jsonrpc":"2.0","id":`...)
+	switch id := r.ID.value.(type) {
+	case int64:
+		data = strconv.AppendInt(data, id, 10)
+	case string:
+		quoted, err := jsonMarshal(id)
+		if err != nil {
+			return nil, false
+		}
+		data = append(data, quoted...)
+	default:
+		return nil, false
+	}
+	data = append(data, `,"result":`...)
+	data = append(data, r.Result...)
+	return append(data, '}'), true
 }
 
 // EncodeIndent is like EncodeMessage, but honors indents.
@@ -235,6 +272,20 @@ func marshalToRaw(obj any) (json.RawMessage, error) {
 
 // jsonMarshal marshals obj to JSON like json.Marshal but without HTML escaping.
 func jsonMarshal(obj any) ([]byte, error) {
+	if m, ok := obj.(json.Marshaler); ok && !nilPointer(obj) {
+		// What the encoder does with a Marshaler (every result type has
+		// one), without its state, its buffer and the copy out of it: the
+		// method's output, compacted, HTML left as it is.
+		data, err := m.MarshalJSON()
+		if err == nil {
+			var buf bytes.Buffer
+			buf.Grow(len(data))
+			if err = json.Compact(&buf, data); err == nil {
+				return buf.Bytes(), nil
+			}
+		}
+		return nil, &json.MarshalerError{Type: reflect.TypeOf(obj), Err: err}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -243,4 +294,11 @@ func jsonMarshal(obj any) ([]byte, error) {
 	}
 	// json.Encoder.Encode adds a trailing newline. Trim it to be consistent with json.Marshal.
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// nilPointer reports whether v is a nil pointer, which the encoder writes
+// as null without calling its MarshalJSON.
+func nilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
