@@ -125,7 +125,8 @@ type Bus struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	notes *notifier // NOTIFY sender (notify.go)
+	notes    *notifier // NOTIFY sender (notify.go)
+	interest *interest // the other nodes' subscribers (interest.go)
 
 	sigMu    sync.Mutex
 	handlers map[string][]func(userID string) // by topic (signal.go)
@@ -139,8 +140,10 @@ const Retention = 24 * time.Hour
 // New returns a bus over s. On PostgreSQL, Start begins receiving other
 // nodes' events; publishing works without it.
 func New(s *store.Store, log *slog.Logger) *Bus {
-	return &Bus{store: s, log: log, node: uuid.NewString(), now: store.Now,
-		subs: map[string]*userStream{}, notes: newNotifier()}
+	b := &Bus{store: s, log: log, node: uuid.NewString(), now: store.Now,
+		subs: map[string]*userStream{}, notes: newNotifier(), interest: &interest{}}
+	b.handleInterest()
+	return b
 }
 
 // Append assigns the events' Seq and stores them inside the caller's
@@ -297,6 +300,7 @@ func (b *Bus) subscribe(userID string, f Filter, buffer int, fresh bool) *Subscr
 	us.mu.Unlock()
 	b.mu.Unlock()
 	if created {
+		b.Broadcast(interestTopic, userID)
 		us.start()
 	} else {
 		<-us.ready

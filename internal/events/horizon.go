@@ -27,11 +27,21 @@ type horizonTicker struct {
 	mu      sync.Mutex
 	running bool
 	kicked  bool // an event was held since the running tick began
+	idle    bool // the next tick scans the streams that hold nothing too
 
 	// The tick loop's own (one goroutine at a time).
 	horizon int64
 	since   time.Time // when horizon was first read at its value
 	warned  bool
+}
+
+// kickIdle makes sure a tick comes soon that scans every stream, those
+// that hold nothing too (interest.go).
+func (h *horizonTicker) kickIdle(b *Bus) {
+	h.mu.Lock()
+	h.idle = true
+	h.mu.Unlock()
+	h.kick(b)
 }
 
 // kick makes sure a tick comes soon.
@@ -54,8 +64,10 @@ func (h *horizonTicker) loop(b *Bus) {
 	for {
 		h.mu.Lock()
 		h.kicked = false
+		idle := h.idle
+		h.idle = false
 		h.mu.Unlock()
-		if !b.tick() {
+		if !b.tick(idle) {
 			h.mu.Lock()
 			if !h.kicked {
 				h.running = false
@@ -79,8 +91,9 @@ func (h *horizonTicker) loop(b *Bus) {
 }
 
 // tick releases what the horizon has passed; it reports whether any stream
-// held events.
-func (b *Bus) tick() bool {
+// held events or missed some. idle scans the streams that hold nothing too,
+// for events in the store nobody published to them.
+func (b *Bus) tick(idle bool) bool {
 	b.mu.RLock()
 	var streams []*userStream
 	var users []string
@@ -89,7 +102,8 @@ func (b *Bus) tick() bool {
 	for _, us := range b.subs {
 		us.mu.Lock()
 		switch {
-		case !us.sparse || !us.based || len(us.held) == 0:
+		case !us.sparse || !us.based:
+		case len(us.held) == 0 && (us.next == 0 || us.missing.IsZero() && !idle):
 		case us.overflow:
 			over = append(over, us)
 		default:

@@ -68,7 +68,7 @@ func peek(payload string) (node, user string, event, ok bool) {
 // notification is queued for the notifier (below), so the caller does not
 // wait for the database.
 func (b *Bus) notify(ev *Event) {
-	if !b.store.MultiNode() {
+	if !b.store.MultiNode() || !b.interest.wanted(ev.UserID) {
 		return
 	}
 	body, err := json.Marshal(ev)
@@ -286,6 +286,13 @@ func (b *Bus) Start(ctx context.Context) error {
 	select {
 	case <-ready:
 		b.cancel, b.done = cancel, done
+		// Whom the other nodes subscribe to was said before this listened.
+		b.Broadcast(interestAskTopic, "")
+		b.fills.Add(1)
+		go func() {
+			defer b.fills.Done()
+			b.watch(runCtx)
+		}()
 		return nil
 	case err = <-failed:
 	case <-ctx.Done():

@@ -56,7 +56,9 @@ func TestNotifierLingers(t *testing.T) {
 		t.Helper()
 		require.Eventually(t, func() bool { _, n := running(); return n == 0 }, 5*time.Second, time.Millisecond)
 	}
+	// Another node subscribes to the user: only then is an event notified.
 	ev := &Event{Type: ActivationCompleted, UserID: uuid.NewString()}
+	b.interest.heard(ev.UserID)
 
 	b.notify(ev)
 	sent()
@@ -71,12 +73,14 @@ func TestNotifierLingers(t *testing.T) {
 
 	b = New(s, testdb.Logger())
 	b.notes.lingerFor = 10 * time.Millisecond
+	b.interest.heard(ev.UserID)
 	b.notify(ev)
 	require.Eventually(t, func() bool { on, _ := running(); return !on }, 5*time.Second, time.Millisecond, "still there after its time")
 	b.Stop()
 
 	b = New(s, testdb.Logger())
 	b.notes.lingerFor = time.Hour
+	b.interest.heard(ev.UserID)
 	b.Stop()
 	b.notify(ev)
 	require.Eventually(t, func() bool { on, _ := running(); return !on }, 5*time.Second, time.Millisecond, "a notification after Stop lingers")
