@@ -1499,9 +1499,13 @@ func (c *streamableServerConn) servePOST(w http.ResponseWriter, req *http.Reques
 		return
 	}
 
-	// Read incoming messages, unless the handler has.
-	read := c.preread
-	c.preread = nil
+	// Read incoming messages, unless the handler has (a stateless
+	// connection, which serves this one request: a stateful one serves
+	// its session's requests at once, and has none).
+	var read *readBody
+	if c.stateless {
+		read, c.preread = c.preread, nil
+	}
 	if read == nil {
 		body, err := io.ReadAll(req.Body)
 		if err != nil {
