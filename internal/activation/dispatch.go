@@ -176,7 +176,6 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 	l := s.local.Load()
 	held := map[string]*claimedRun{}
 	var claimed []*store.Activation
-	var agents map[string]*store.Agent
 	err = s.Store.InTx(ctx, func(tx *store.Store) error {
 		now := s.now()
 		take := func(k int, skip []string, lent bool) error {
@@ -224,9 +223,7 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 		if err := take(lend, crowded, true); err != nil {
 			return err
 		}
-		var err error
-		agents, err = s.startedTx(ctx, tx, claimed)
-		return err
+		return s.startedTx(ctx, tx, claimed)
 	})
 	if err != nil {
 		claimed = nil
@@ -234,7 +231,7 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 	runs = make([]*claimedRun, len(claimed))
 	for i, a := range claimed {
 		c := held[a.ID]
-		c.a, c.agent = a, agents[a.AgentID]
+		c.a, c.agent = a, s.agentOf(ctx, a)
 		runs[i] = c
 		delete(held, a.ID)
 	}
@@ -246,35 +243,35 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 }
 
 // startedTx records in tx the started events of activations claimed by
-// this worker, one statement per user, and reads their agents.
-func (s *Service) startedTx(ctx context.Context, tx *store.Store, claimed []*store.Activation) (map[string]*store.Agent, error) {
-	if len(claimed) == 0 {
-		return nil, nil
-	}
-	var agentIDs []string
-	seen := map[string]bool{}
+// this worker, one statement per user.
+func (s *Service) startedTx(ctx context.Context, tx *store.Store, claimed []*store.Activation) error {
 	byUser := map[string][]*events.Event{}
 	var users []string
 	for _, a := range claimed {
-		if !seen[a.AgentID] {
-			seen[a.AgentID] = true
-			agentIDs = append(agentIDs, a.AgentID)
-		}
 		ev := s.event(events.ActivationStarted, a)
 		if byUser[a.UserID] == nil {
 			users = append(users, a.UserID)
 		}
 		byUser[a.UserID] = append(byUser[a.UserID], &ev)
 	}
-	agents, err := tx.AgentGetMany(ctx, agentIDs)
-	if err != nil {
-		return nil, err
-	}
 	// One user's events in one statement (they must be one user's).
 	for _, u := range users {
 		if err := s.Events.Record(ctx, tx, byUser[u]...); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return agents, nil
+	return nil
+}
+
+// agentOf is the agent a claimed run executes, read as creating an
+// activation reads it: from memory when it can (store.AgentToActivate; on
+// PostgreSQL a change made on another node shows within a second), where
+// a claim read its agents in a statement of its own. nil when it cannot
+// be read: the run then reads it itself, and fails if it is gone.
+func (s *Service) agentOf(ctx context.Context, a *store.Activation) *store.Agent {
+	agent, _, err := s.Store.AgentToActivate(ctx, a.AgentID)
+	if err != nil {
+		return nil
+	}
+	return agent
 }

@@ -92,27 +92,6 @@ func (s *Store) AgentGet(ctx context.Context, id string) (*Agent, error) {
 	return &a, mapErr(err)
 }
 
-// AgentGetMany returns the agents with ids that exist, by id, in one
-// statement.
-func (s *Store) AgentGetMany(ctx context.Context, ids []string) (map[string]*Agent, error) {
-	out := make(map[string]*Agent, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	agents, err := queryAll(ctx, s.reader(), scanAgent, `SELECT `+agentColumns+` FROM agents WHERE id IN (`+placeholders(1, len(ids))+`)`, args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	for i := range agents {
-		out[agents[i].ID] = &agents[i]
-	}
-	return out, nil
-}
-
 // AgentGetWithApp is AgentGet with the status of the agent's app ("" for
 // a system agent, or when the app is gone), read in the same statement.
 func (s *Store) AgentGetWithApp(ctx context.Context, id string) (*Agent, string, error) {
