@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 )
@@ -39,6 +40,11 @@ const (
 	// idleScan is how often the streams that hold nothing look for events
 	// in the store that nobody published to them.
 	idleScan = time.Second
+	// maxInterestBytes bounds the users one interest signal names (comma
+	// separated), well under a notification's 8000 bytes: a node with
+	// thousands of subscribed users says so in a few dozen notifications,
+	// not one each (the notifier holds at most maxPendingNotes).
+	maxInterestBytes = 6000
 )
 
 // interest is what a node has heard of the others' subscribers: the users
@@ -87,12 +93,14 @@ func (i *interest) prune() {
 // handleInterest has this node hear the others' interest, and answer when
 // asked; "" (the listener was down: what was said meanwhile is lost) asks.
 func (b *Bus) handleInterest() {
-	b.Handle(interestTopic, func(user string) {
-		if user == "" {
+	b.Handle(interestTopic, func(users string) {
+		if users == "" {
 			b.Broadcast(interestAskTopic, "")
 			return
 		}
-		b.interest.heard(user)
+		for _, u := range strings.Split(users, ",") {
+			b.interest.heard(u)
+		}
 	})
 	b.Handle(interestAskTopic, func(string) { b.announceInterest() })
 }
@@ -100,9 +108,30 @@ func (b *Bus) handleInterest() {
 // announceInterest tells the other nodes every user this node subscribes
 // to.
 func (b *Bus) announceInterest() {
-	for _, u := range b.subscribedUsers() {
-		b.Broadcast(interestTopic, u)
+	for _, users := range interestChunks(b.subscribedUsers(), maxInterestBytes) {
+		b.Broadcast(interestTopic, users)
 	}
+}
+
+// interestChunks joins users with commas into as few signals as fit max
+// bytes each (a user longer than max goes alone).
+func interestChunks(users []string, max int) []string {
+	var out []string
+	var cur strings.Builder
+	for _, u := range users {
+		if cur.Len() > 0 && cur.Len()+1+len(u) > max {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+		if cur.Len() > 0 {
+			cur.WriteByte(',')
+		}
+		cur.WriteString(u)
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
 }
 
 // watch, while the listener runs, scans the streams that hold nothing

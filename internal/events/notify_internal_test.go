@@ -2,6 +2,7 @@ package events
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,4 +85,24 @@ func TestNotifierLingers(t *testing.T) {
 	b.Stop()
 	b.notify(ev)
 	require.Eventually(t, func() bool { on, _ := running(); return !on }, 5*time.Second, time.Millisecond, "a notification after Stop lingers")
+}
+
+// A node's interest goes out in as few signals as fit, every user once.
+func TestInterestChunks(t *testing.T) {
+	t.Parallel()
+	require.Empty(t, interestChunks(nil, 20))
+	require.Equal(t, []string{"aaaa,bbbb", "cccc,dddd", "e"}, interestChunks([]string{"aaaa", "bbbb", "cccc", "dddd", "e"}, 9))
+	require.Equal(t, []string{"a-very-long-id", "b"}, interestChunks([]string{"a-very-long-id", "b"}, 5))
+	var users []string
+	for range 1000 {
+		users = append(users, uuid.NewString())
+	}
+	chunks := interestChunks(users, maxInterestBytes)
+	require.Len(t, chunks, 7) // 1,000 ids of 36 bytes and a comma, 6,000 bytes a signal
+	var back []string
+	for _, c := range chunks {
+		require.LessOrEqual(t, len(c), maxInterestBytes)
+		back = append(back, strings.Split(c, ",")...)
+	}
+	require.Equal(t, users, back)
 }
