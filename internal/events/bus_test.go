@@ -168,9 +168,19 @@ func TestAppendSeqAndReplay(t *testing.T) {
 		require.Equal(t, []string{events.ActivationCreated, events.ActivationStarted, events.ActivationCompleted}, []string{got[0].Type, got[1].Type, got[2].Type})
 		require.Equal(t, created.ActivationID, got[0].ActivationID)
 		require.Equal(t, app, got[1].ContextString("app_id"))
+		// Several users' events in one append (a worker's claim): each
+		// user's seqs go on increasing, each replay has its own.
 		u3 := newUser(t, s)
-		other := event(u3, events.ActivationCreated, "", "")
-		require.ErrorContains(t, b.Append(ctx, nil, &created, &other), "several users")
+		mine, theirs, mineToo := event(u1, events.ActivationStarted, "", ""), event(u3, events.ActivationStarted, "", ""), event(u1, events.ActivationCompleted, "", "")
+		require.NoError(t, b.Append(ctx, nil, &mine, &theirs, &mineToo))
+		require.Greater(t, mine.Seq, completed.Seq)
+		require.Greater(t, mineToo.Seq, mine.Seq)
+		require.Positive(t, theirs.Seq)
+		got = replayFrom(t, b, u1, completed.Seq, 2)
+		require.Equal(t, []int64{mine.Seq, mineToo.Seq}, []int64{got[0].Seq, got[1].Seq})
+		got = replayFrom(t, b, u3, 0, 1)
+		require.Equal(t, theirs.Seq, got[0].Seq)
+		require.Equal(t, theirs.ActivationID, got[0].ActivationID)
 
 		// Retention: an event older than a day goes, a recent one stays.
 		old := event(u2, events.ActivationCompleted, "", "")

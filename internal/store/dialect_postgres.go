@@ -77,15 +77,22 @@ func (postgresDialect) appendEvents(ctx context.Context, s *Store, rows []*Event
 // writes only if cond holds (when it is not empty). The statement's
 // SELECT is the caller's.
 func eventsInsert(s *Store, rows []*EventRow, first int64, lead statement, cond string) (string, []any) {
-	args := append(lead.args[:len(lead.args):len(lead.args)], rows[0].UserID)
-	user := len(args)
+	args := lead.args[:len(lead.args):len(lead.args)]
+	// The rows' users, each once: a claim's rows are many users'.
+	users := map[string]int{}
 	var values strings.Builder
 	for i, e := range rows {
 		if i > 0 {
 			values.WriteString(", ")
 		}
+		user, ok := users[e.UserID]
+		if !ok {
+			args = append(args, e.UserID)
+			user = len(args)
+			users[e.UserID] = user
+		}
 		p := len(args)
-		fmt.Fprintf(&values, "(%d, $%d::text, $%d::uuid, $%d::text, $%d::text, $%d::jsonb, $%d::timestamptz)", first+int64(i), p+1, p+2, p+3, p+4, p+5, p+6)
+		fmt.Fprintf(&values, "(%d, $%d::uuid, $%d::text, $%d::uuid, $%d::text, $%d::text, $%d::jsonb, $%d::timestamptz)", first+int64(i), user, p+1, p+2, p+3, p+4, p+5, p+6)
 		args = append(args, e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
 	}
 	with := "WITH "
@@ -99,8 +106,8 @@ func eventsInsert(s *Store, rows []*EventRow, first int64, lead statement, cond 
 	return with + `x AS (SELECT (pg_current_xact_id()::text::bigint + base) << ` + seqBitsSQL + ` AS prefix FROM event_seq_base),
 		ins AS (
 			INSERT INTO events (` + eventColumns + `)
-			SELECT $` + strconv.Itoa(user) + `, x.prefix + v.n, v.type, v.activation_id, v.app_id, v.chat_id, v.payload, v.created_at
-			FROM x, (VALUES ` + values.String() + `) AS v(n, type, activation_id, app_id, chat_id, payload, created_at)` + where + `)`, args
+			SELECT v.user_id, x.prefix + v.n, v.type, v.activation_id, v.app_id, v.chat_id, v.payload, v.created_at
+			FROM x, (VALUES ` + values.String() + `) AS v(n, user_id, type, activation_id, app_id, chat_id, payload, created_at)` + where + `)`, args
 }
 
 // numberEvents gives rows their seqs: prefix is the transaction's, first

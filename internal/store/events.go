@@ -33,8 +33,9 @@ type EventRow struct {
 // 2.2e12 transactions, seven years at 10,000 a second.
 const SeqBits = 12
 
-// EventAppend assigns each row's Seq and stores the rows, which must all be
-// of one user; the rows of one call take consecutive numbers, in order.
+// EventAppend assigns each row's Seq and stores the rows; one user's rows
+// of one call take increasing numbers, in order (consecutive when the
+// rows are all that user's).
 // Seqs increase per user but need not be dense: on SQLite they come from
 // the user's counter (the one writer commits one transaction at a time, so
 // a counter costs no waiting and seq order is commit order); on PostgreSQL
@@ -42,14 +43,45 @@ const SeqBits = 12
 // user's transactions, on any node, never wait for each other. A
 // transaction may append several times. Readers see a seq only once no
 // lower one can still commit (eventHorizon).
+//
+// The rows may be of several users (a worker's claim starts many users'
+// runs): on PostgreSQL one statement numbers them all from the
+// transaction, on SQLite each user's counter numbers theirs.
 func (s *Store) EventAppend(ctx context.Context, rows ...*EventRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	if err := oneUser(rows); err != nil {
-		return err
+	return s.InTx(ctx, func(tx *Store) error {
+		if tx.d.multiNode() {
+			return tx.appendEvents(ctx, rows, statement{})
+		}
+		for _, one := range byUser(rows) {
+			if err := tx.appendEvents(ctx, one, statement{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// byUser splits rows by user, each user's in order, users in the order
+// they first come.
+func byUser(rows []*EventRow) [][]*EventRow {
+	if oneUser(rows) == nil {
+		return [][]*EventRow{rows}
 	}
-	return s.InTx(ctx, func(tx *Store) error { return tx.appendEvents(ctx, rows, statement{}) })
+	at := map[string]int{}
+	var out [][]*EventRow
+	for _, r := range rows {
+		i, ok := at[r.UserID]
+		if !ok {
+			i = len(out)
+			at[r.UserID] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], r)
+	}
+	return out
 }
 
 // appendEvents is EventAppend in transaction s, with lead's writes
