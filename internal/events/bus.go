@@ -148,8 +148,8 @@ func New(s *store.Store, log *slog.Logger) *Bus {
 
 // Append assigns the events' Seq and stores them inside the caller's
 // transaction (tx from store.InTx; nil runs its own), in one statement on
-// PostgreSQL whoever's they are. Publish them after the commit. Seqs increase per user but have
-// holes on PostgreSQL (store.EventAppend).
+// PostgreSQL whoever's they are. Publish them after the commit. Seqs
+// increase per user but have holes on PostgreSQL (store.EventAppend).
 func (b *Bus) Append(ctx context.Context, tx *store.Store, evs ...*Event) error {
 	if tx == nil {
 		tx = b.store

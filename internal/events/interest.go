@@ -71,14 +71,11 @@ func (i *interest) wanted(user string) bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	until, ok := i.users[user]
-	if ok && !now.Before(until) {
-		delete(i.users, user)
-		return false
-	}
-	return ok
+	return ok && now.Before(until)
 }
 
-// prune forgets the interest that has lapsed.
+// prune forgets the interest that has lapsed (watch, every
+// interestRefresh).
 func (i *interest) prune() {
 	now := time.Now()
 	i.mu.Lock()
@@ -151,10 +148,17 @@ func (b *Bus) watch(ctx context.Context) {
 			b.interest.prune()
 			b.announceInterest()
 		}
-		if len(b.subscribedUsers()) > 0 {
+		if b.anySubscribers() {
 			b.horizon.kickIdle(b)
 		}
 	}
+}
+
+// anySubscribers reports whether this node has subscribers.
+func (b *Bus) anySubscribers() bool {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return len(b.subs) > 0
 }
 
 // subscribedUsers are the users with subscribers on this node.

@@ -162,15 +162,26 @@ func TestCommitsNobodyWaitsFor(t *testing.T) {
 		wait(async + waiting)
 		release()
 		wg.Wait()
-		for range async + waiting {
-			select {
-			case o := <-outcomes:
-				require.Empty(t, o)
-			case <-time.After(20 * time.Second):
-				t.Fatal("a transaction's caller never heard of it")
-			}
+		for _, o := range receiveAll(t, outcomes, async+waiting, "a transaction's caller never heard of it") {
+			require.Empty(t, o)
 		}
 	})
+}
+
+// receiveAll receives n values from c, failing the test with missing if
+// one has not come within 20 s.
+func receiveAll[T any](t *testing.T, c <-chan T, n int, missing string) []T {
+	t.Helper()
+	out := make([]T, 0, n)
+	for range n {
+		select {
+		case v := <-c:
+			out = append(out, v)
+		case <-time.After(20 * time.Second):
+			t.Fatal(missing)
+		}
+	}
+	return out
 }
 
 // Closing the store with transactions queued that nobody waits for
@@ -194,13 +205,8 @@ func TestCloseCommitsWhatNobodyWaitsFor(t *testing.T) {
 		go func() { closed <- s.Close() }()
 		release()
 		require.NoError(t, <-closed)
-		for range n {
-			select {
-			case err := <-outcomes:
-				require.NoError(t, err)
-			case <-time.After(20 * time.Second):
-				t.Fatal("a transaction queued before the close was never heard of")
-			}
+		for _, err := range receiveAll(t, outcomes, n, "a transaction queued before the close was never heard of") {
+			require.NoError(t, err)
 		}
 		var after error
 		s.InTxThen(ctx, func(*store.Store) error { return nil }, func(err error) { after = err })

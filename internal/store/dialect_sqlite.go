@@ -54,7 +54,7 @@ func (sqliteDialect) jsonValue(v any, compare string) any {
 	return 0
 }
 
-// appendEvents bumps the user's counter and inserts the rows. It has no
+// appendEvents bumps each user's counter and inserts their rows. It has no
 // data-modifying CTE, and needs none: the one writer runs one transaction
 // at a time, so the counter costs no waiting, and seq order is commit
 // order.
@@ -62,21 +62,23 @@ func (sqliteDialect) appendEvents(ctx context.Context, s *Store, rows []*EventRo
 	if lead.sql != "" {
 		return errors.New("store: no writes in a WITH query on SQLite")
 	}
-	var last int64
-	err := s.writer().QueryRowContext(ctx, `
-		INSERT INTO event_counters (user_id, seq) VALUES ($1, $2)
-		ON CONFLICT (user_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
-		RETURNING seq`, rows[0].UserID, len(rows)).Scan(&last)
-	if err != nil {
-		return err
-	}
-	for i, e := range rows {
-		e.Seq = last - int64(len(rows)-1-i)
-		_, err = s.writer().ExecContext(ctx, `INSERT INTO events (`+eventColumns+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			e.UserID, e.Seq, e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
+	for _, one := range byUser(rows) {
+		var last int64
+		err := s.writer().QueryRowContext(ctx, `
+			INSERT INTO event_counters (user_id, seq) VALUES ($1, $2)
+			ON CONFLICT (user_id) DO UPDATE SET seq = event_counters.seq + excluded.seq
+			RETURNING seq`, one[0].UserID, len(one)).Scan(&last)
 		if err != nil {
 			return err
+		}
+		for i, e := range one {
+			e.Seq = last - int64(len(one)-1-i)
+			_, err = s.writer().ExecContext(ctx, `INSERT INTO events (`+eventColumns+`)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+				e.UserID, e.Seq, e.Type, nullable(e.ActivationID), nullable(e.AppID), nullable(e.ChatID), string(e.Payload), s.ts(e.CreatedAt))
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil

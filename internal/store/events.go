@@ -51,17 +51,7 @@ func (s *Store) EventAppend(ctx context.Context, rows ...*EventRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	return s.InTx(ctx, func(tx *Store) error {
-		if tx.d.multiNode() {
-			return tx.appendEvents(ctx, rows, statement{})
-		}
-		for _, one := range byUser(rows) {
-			if err := tx.appendEvents(ctx, one, statement{}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return s.InTx(ctx, func(tx *Store) error { return tx.appendEvents(ctx, rows, statement{}) })
 }
 
 // byUser splits rows by user, each user's in order, users in the order
