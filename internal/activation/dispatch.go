@@ -2,6 +2,7 @@ package activation
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/events"
@@ -142,7 +143,12 @@ func (s *Service) dispatchOnce(l *local) bool {
 	ctx, cancel := context.WithTimeout(l.ctx, 30*time.Second)
 	defer cancel()
 	runs, others, err := s.claimQueued(ctx, n, lend, crowded)
-	if err != nil {
+	switch {
+	case errors.Is(err, errTrackedAlready):
+		// The earlier run ends in a moment: claim again after the
+		// cooldown.
+		l.poke()
+	case err != nil:
 		s.Log.Warn("claim queued activations", "err", err)
 	}
 	if err == nil && len(crowded) > 0 && others == 0 {
@@ -168,8 +174,9 @@ type claimedRun struct {
 // claimQueued claims, in one transaction with their started events, up
 // to n queued activations, other users' before the crowded ones', then up
 // to lend more of users not crowded (the pool lends them slots past its
-// size). Each run takes its claim and is tracked before the commit that
-// claims its activation (track): nothing is reserved for work that is not
+// size). Each run holds its claim and is tracked before the commit that
+// claims its activation (track); the claims a statement did not use are
+// given back before it: nothing stays reserved for work that is not
 // there, which would send a creating request's activation to the queue.
 // others is how many of them are of users not crowded.
 func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string) (runs []*claimedRun, others int, err error) {
@@ -182,35 +189,52 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 			if k <= 0 {
 				return nil
 			}
-			ids, err := tx.ActivationsQueuedNext(ctx, k, skip)
-			if err != nil {
-				return err
-			}
-			var ready []string
-			for _, id := range ids {
-				if held[id] != nil {
-					continue // claimed by an earlier take of this claim
-				}
-				release := func() {}
-				if !lent {
-					if release = s.takeClaim(); release == nil {
+			// Claims are taken for k before the statement and given back
+			// for what it did not find, before the commit: nothing stays
+			// reserved for work that is not there.
+			var releases []func()
+			if !lent {
+				for len(releases) < k {
+					release := s.takeClaim()
+					if release == nil {
 						break
 					}
+					releases = append(releases, release)
 				}
-				r := s.track(l.ctx, id)
-				if r == nil {
-					release()
-					continue
+				if k = len(releases); k == 0 {
+					return nil
 				}
-				held[id] = &claimedRun{r: r, release: release}
-				ready = append(ready, id)
 			}
-			got, err := tx.ActivationClaimMany(ctx, ready, s.opts.WorkerID, now)
+			got, err := tx.ActivationClaimNext(ctx, k, skip, s.opts.WorkerID, now)
+			if err != nil {
+				releaseAll(releases)
+				return err
+			}
+			for i, a := range got {
+				release := func() {}
+				if !lent {
+					release = releases[i]
+				}
+				r := s.track(l.ctx, a.ID)
+				if r == nil {
+					// Run by this process already (an earlier run of it
+					// that gave itself up to wait, still ending): the
+					// claim is undone with the transaction and made
+					// again after the cooldown (dispatchOnce), when that
+					// run has ended.
+					releaseAll(releases[min(i, len(releases)):])
+					return errTrackedAlready
+				}
+				held[a.ID] = &claimedRun{r: r, release: release}
+			}
+			if !lent {
+				releaseAll(releases[len(got):])
+			}
 			claimed = append(claimed, got...)
 			if skip != nil {
 				others += len(got)
 			}
-			return err
+			return nil
 		}
 		if err := take(n, crowded, false); err != nil {
 			return err
@@ -240,6 +264,17 @@ func (s *Service) claimQueued(ctx context.Context, n, lend int, crowded []string
 		c.release()
 	}
 	return runs, others, err
+}
+
+// errTrackedAlready undoes a claim that took an activation this process
+// still tracks.
+var errTrackedAlready = errors.New("activation: claimed a run this process tracks already")
+
+// releaseAll gives back claims taken for runs that were not claimed.
+func releaseAll(releases []func()) {
+	for _, release := range releases {
+		release()
+	}
 }
 
 // startedTx records in tx the started events of activations claimed by

@@ -250,39 +250,56 @@ func (s *Store) ActivationClaimMany(ctx context.Context, ids []string, workerID 
 	return out, nil
 }
 
-// ActivationsQueuedNext returns up to n queued activations to claim
-// next (ActivationClaimMany, in the same transaction), locked on
-// PostgreSQL until it ends. Users take turns: each user's first (by
-// priority, then creation order) before anyone's second, among the oldest
-// queued rows (a window of a few times n), so that one user's thousands
-// queued do not hold another's one back. The activations of the users in
-// skip (those who hold their share of a worker) are left out. Rows another
-// worker's transaction holds are passed over, not waited for.
-func (s *Store) ActivationsQueuedNext(ctx context.Context, n int, skip []string) ([]string, error) {
+// ActivationClaimNext claims for workerID, in one statement, up to n
+// queued activations and returns them (in no particular order). Users
+// take turns: each user's first (by priority, then creation order) before
+// anyone's second, among the oldest queued rows (a window of a few times
+// n), so that one user's thousands queued do not hold another's one back.
+// The activations of the users in skip (those who hold their share of a
+// worker) are left out. On PostgreSQL rows another worker's transaction
+// holds are passed over, not waited for, and only the rows taken are
+// locked, not the window: a second worker claiming at the same moment
+// takes the next ones. One statement where a pick and then a claim were
+// two round trips in the dispatcher's transaction.
+func (s *Store) ActivationClaimNext(ctx context.Context, n int, skip []string, workerID string, now time.Time) ([]*Activation, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	args := make([]any, 0, len(skip)+2)
-	args = append(args, n, 4*n+32)
+	args := make([]any, 0, len(skip)+4)
+	args = append(args, n, 4*n+32, workerID, s.ts(now))
 	notSkipped := ""
 	if len(skip) > 0 {
-		notSkipped = ` AND user_id NOT IN (` + placeholders(3, len(skip)) + `)`
+		notSkipped = ` AND user_id NOT IN (` + placeholders(5, len(skip)) + `)`
 		for _, u := range skip {
 			args = append(args, u)
 		}
 	}
-	// Only the rows taken are locked, not the window: a second worker
-	// claiming at the same moment takes the next ones.
-	return queryAll(ctx, s.writer(), scanString, `WITH window_ AS (
+	claimed, err := queryAll(ctx, s.writer(), scanActivation, `WITH window_ AS (
 			SELECT id, user_id, priority FROM activations
 			WHERE status = 'queued'`+notSkipped+`
 			ORDER BY priority, id LIMIT $2
 		), turns AS (
 			SELECT id, priority, row_number() OVER (PARTITION BY user_id ORDER BY priority, id) AS turn FROM window_
+		), picked AS (
+			SELECT a.id FROM activations a JOIN turns t ON t.id = a.id
+			WHERE a.status = 'queued'
+			ORDER BY t.turn, t.priority, t.id LIMIT $1`+s.d.skipLocked("a")+`
 		)
-		SELECT a.id FROM activations a JOIN turns t ON t.id = a.id
-		WHERE a.status = 'queued'
-		ORDER BY t.turn, t.priority, t.id LIMIT $1`+s.d.skipLocked("a"), args...)
+		UPDATE activations SET status = 'running', started_at = $4, worker_id = $3, attempt = attempt + 1
+		WHERE id IN (SELECT id FROM picked) AND status = 'queued'
+		RETURNING `+s.activationColumns(), args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out := make([]*Activation, len(claimed))
+	for i := range claimed {
+		out[i] = &claimed[i]
+		// Before the commit, as changingActivation asks: the ids were
+		// not known before the statement.
+		s.changingActivation(out[i].ID)
+		s.cacheActivation(out[i])
+	}
+	return out, nil
 }
 
 // Outcome is how an activation ended.

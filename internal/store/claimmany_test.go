@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/uuid"
@@ -62,11 +63,11 @@ func TestActivationClaimMany(t *testing.T) {
 	})
 }
 
-// ActivationsQueuedNext names the queued activations in turns: each
+// ActivationClaimNext claims the queued activations in turns: each
 // user's most urgent first, then everyone's second, and so on; it passes
 // over the users it is told to skip, and, on PostgreSQL, the rows another
 // transaction is claiming.
-func TestActivationsQueuedNext(t *testing.T) {
+func TestActivationClaimNext(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
@@ -89,13 +90,43 @@ func TestActivationsQueuedNext(t *testing.T) {
 		_, ok, err := s.ActivationClaim(ctx, running, "w", store.Now())
 		require.NoError(t, err)
 		require.True(t, ok)
+		ids := func(as []*store.Activation) []string {
+			out := make([]string, len(as))
+			for i, a := range as {
+				require.Equal(t, store.StatusRunning, a.Status)
+				require.Equal(t, "w1", a.WorkerID)
+				require.Equal(t, 1, a.Attempt)
+				require.NotNil(t, a.StartedAt)
+				out[i] = a.ID
+			}
+			return out
+		}
+		// Each look in a transaction rolled back, to look again at the
+		// same queue.
+		undone := errors.New("undone")
+		claimNext := func(s *store.Store, n int, skip []string) []string {
+			var got []string
+			require.ErrorIs(t, s.InTx(ctx, func(tx *store.Store) error {
+				claimed, err := tx.ActivationClaimNext(ctx, n, skip, "w1", store.Now())
+				require.NoError(t, err)
+				got = ids(claimed)
+				return undone
+			}), undone)
+			return got
+		}
+		require.ElementsMatch(t, []string{urgent, l, h[0]}, claimNext(s, 3, nil), "each user's first, by priority, before anyone's second")
+		require.ElementsMatch(t, []string{l}, claimNext(s, 10, []string{heavy.ID}), "the skipped user's wait")
 
-		next, err := s.ActivationsQueuedNext(ctx, 3, nil)
+		claimed, err := s.ActivationClaimNext(ctx, 2, nil, "w1", store.Now())
 		require.NoError(t, err)
-		require.Equal(t, []string{urgent, l, h[0]}, next, "each user's first, by priority, before anyone's second")
-		next, err = s.ActivationsQueuedNext(ctx, 10, []string{heavy.ID})
-		require.NoError(t, err)
-		require.Equal(t, []string{l}, next, "the skipped user's wait")
+		require.ElementsMatch(t, []string{urgent, l}, ids(claimed))
+		for _, id := range []string{urgent, l} {
+			read, err := s.ActivationGet(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, store.StatusRunning, read.Status, "the claim as committed")
+			require.Equal(t, "w1", read.WorkerID)
+		}
+		require.Empty(t, claimNext(s, 5, []string{heavy.ID}), "nothing queued but the skipped user's")
 
 		if d != store.Postgres {
 			return
@@ -103,13 +134,13 @@ func TestActivationsQueuedNext(t *testing.T) {
 		// A claim in progress elsewhere holds its rows: another passes
 		// over them rather than waiting.
 		require.NoError(t, s.InTx(ctx, func(tx *store.Store) error {
-			held, err := tx.ActivationsQueuedNext(ctx, 2, nil)
+			held, err := tx.ActivationClaimNext(ctx, 2, nil, "w1", store.Now())
 			require.NoError(t, err)
-			require.Equal(t, []string{urgent, l}, held)
+			require.ElementsMatch(t, []string{h[0], h[1]}, ids(held))
 			return s.InTx(context.WithoutCancel(ctx), func(other *store.Store) error {
-				next, err := other.ActivationsQueuedNext(ctx, 2, nil)
+				next, err := other.ActivationClaimNext(ctx, 2, nil, "w1", store.Now())
 				require.NoError(t, err)
-				require.Equal(t, []string{h[0], h[1]}, next)
+				require.ElementsMatch(t, []string{h[2], h[3]}, ids(next))
 				return nil
 			})
 		}))
