@@ -189,7 +189,13 @@ func (s *Store) ActivationGet(ctx context.Context, id string) (*Activation, erro
 		}
 	}
 	var a Activation
-	err := scanActivation(s.reader().QueryRowContext(ctx, `SELECT `+s.activationColumns()+` FROM activations WHERE id = $1`, id), &a)
+	query := `SELECT ` + s.activationColumns() + ` FROM activations WHERE id = $1`
+	if s.tx == nil && s.d.multiNode() {
+		// Every poll of a run reads it here.
+		err := s.queryRowNative(ctx, query, []any{id}, func(row interface{ Scan(...any) error }) error { return scanActivation(row, &a) })
+		return &a, mapErr(err)
+	}
+	err := scanActivation(s.reader().QueryRowContext(ctx, query, id), &a)
 	return &a, mapErr(err)
 }
 

@@ -319,6 +319,32 @@ func (s *Store) onCommit(fn func()) {
 	*s.hooks = append(*s.hooks, fn)
 }
 
+// queryRowNative runs a query of one row on PostgreSQL, outside a
+// transaction, through pgx itself, and hands the row to scan. pgx's
+// database/sql adapter builds a value function for each column of every
+// query it answers (stdlib.Rows.initValueFuncs) and converts each value
+// twice: a read of an activation's 23 columns, which every poll of a run
+// makes, cost some 60 allocations more that way. No row is sql.ErrNoRows,
+// as QueryRow's.
+func (s *Store) queryRowNative(ctx context.Context, query string, args []any, scan func(row interface{ Scan(...any) error }) error) error {
+	conn, err := s.read.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("store: unexpected driver connection %T", dc)
+		}
+		err := scan(sc.Conn().QueryRow(ctx, query, args...))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return sql.ErrNoRows
+		}
+		return err
+	})
+}
+
 func (s *Store) reader() querier {
 	if s.tx == nil {
 		return s.read
