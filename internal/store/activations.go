@@ -241,19 +241,7 @@ func (s *Store) ActivationClaimMany(ctx context.Context, ids []string, workerID 
 		s.changingActivation(id)
 		args = append(args, id)
 	}
-	claimed, err := queryAll(ctx, s.writer(), scanActivation, `UPDATE activations
-		SET status = 'running', started_at = $2, worker_id = $1, attempt = attempt + 1
-		WHERE id IN (`+placeholders(3, len(ids))+`) AND status = 'queued'
-		RETURNING `+s.activationColumns(), args...)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	out := make([]*Activation, len(claimed))
-	for i := range claimed {
-		out[i] = &claimed[i]
-		s.cacheActivation(out[i])
-	}
-	return out, nil
+	return s.claimWhere(ctx, "", placeholders(3, len(ids)), args)
 }
 
 // ActivationClaimNext claims for workerID, in one statement, up to n
@@ -272,7 +260,7 @@ func (s *Store) ActivationClaimNext(ctx context.Context, n int, skip []string, w
 		return nil, nil
 	}
 	args := make([]any, 0, len(skip)+4)
-	args = append(args, n, 4*n+32, workerID, s.ts(now))
+	args = append(args, workerID, s.ts(now), n, 4*n+32)
 	notSkipped := ""
 	if len(skip) > 0 {
 		notSkipped = ` AND user_id NOT IN (` + placeholders(5, len(skip)) + `)`
@@ -280,19 +268,25 @@ func (s *Store) ActivationClaimNext(ctx context.Context, n int, skip []string, w
 			args = append(args, u)
 		}
 	}
-	claimed, err := queryAll(ctx, s.writer(), scanActivation, `WITH window_ AS (
+	return s.claimWhere(ctx, `WITH window_ AS (
 			SELECT id, user_id, priority FROM activations
 			WHERE status = 'queued'`+notSkipped+`
-			ORDER BY priority, id LIMIT $2
+			ORDER BY priority, id LIMIT $4
 		), turns AS (
 			SELECT id, priority, row_number() OVER (PARTITION BY user_id ORDER BY priority, id) AS turn FROM window_
 		), picked AS (
 			SELECT a.id FROM activations a JOIN turns t ON t.id = a.id
 			WHERE a.status = 'queued'
-			ORDER BY t.turn, t.priority, t.id LIMIT $1`+s.d.skipLocked("a")+`
-		)
-		UPDATE activations SET status = 'running', started_at = $4, worker_id = $3, attempt = attempt + 1
-		WHERE id IN (SELECT id FROM picked) AND status = 'queued'
+			ORDER BY t.turn, t.priority, t.id LIMIT $3`+s.d.skipLocked("a")+`
+		) `, `SELECT id FROM picked`, args)
+}
+
+// claimWhere moves the queued activations among ids (a list or a query,
+// after with) to running for worker $1 at $2 and returns them.
+func (s *Store) claimWhere(ctx context.Context, with, ids string, args []any) ([]*Activation, error) {
+	claimed, err := queryAll(ctx, s.writer(), scanActivation, with+`UPDATE activations
+		SET status = 'running', started_at = $2, worker_id = $1, attempt = attempt + 1
+		WHERE id IN (`+ids+`) AND status = 'queued'
 		RETURNING `+s.activationColumns(), args...)
 	if err != nil {
 		return nil, mapErr(err)
@@ -300,8 +294,8 @@ func (s *Store) ActivationClaimNext(ctx context.Context, n int, skip []string, w
 	out := make([]*Activation, len(claimed))
 	for i := range claimed {
 		out[i] = &claimed[i]
-		// Before the commit, as changingActivation asks: the ids were
-		// not known before the statement.
+		// Dropped before the commit, as changingActivation asks: the ids
+		// a query picks are known only now.
 		s.changingActivation(out[i].ID)
 		s.cacheActivation(out[i])
 	}
