@@ -37,10 +37,12 @@ type local struct {
 	// of its own as well (runtimes.JavaScript).
 	slots  *fairshare.Pool
 	paused atomic.Bool // the queue is paused: run nothing locally
-	// pauseMu and pauseGen order this process's own pause changes and the
-	// refreshes, so that a refresh read before a change cannot undo it.
+	// pauseMu, pauseGen and pausing order this process's own pause
+	// changes and the refreshes, so that a refresh read before a change
+	// was stored in the queue cannot undo it.
 	pauseMu  sync.Mutex
 	pauseGen uint64
+	pausing  int // changes being stored (SetPaused)
 	ctx      context.Context
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -183,7 +185,9 @@ func (s *Service) refreshPaused(ctx context.Context) {
 	}
 	l.pauseMu.Lock()
 	defer l.pauseMu.Unlock()
-	if l.pauseGen == gen {
+	// A change made meanwhile, or still being stored, is newer than
+	// what was read.
+	if l.pauseGen == gen && l.pausing == 0 {
 		l.paused.Store(q.PausedAt != nil)
 	}
 }

@@ -563,11 +563,22 @@ func (s *Service) event(typ string, a *store.Activation) events.Event {
 // SetPaused pauses or resumes the activation queue on every worker: queued
 // activations wait, nothing is lost.
 func (s *Service) SetPaused(ctx context.Context, paused bool) error {
-	if l := s.local.Load(); l != nil {
+	l := s.local.Load()
+	if l != nil {
 		l.pauseMu.Lock()
 		l.pauseGen++
+		l.pausing++
 		l.paused.Store(paused)
 		l.pauseMu.Unlock()
+		// Until the queue holds the change, a refresh (refreshPaused)
+		// reads the state before it: it must not store that (a pause
+		// undone so let a run start at its creation).
+		defer func() {
+			l.pauseMu.Lock()
+			l.pauseGen++
+			l.pausing--
+			l.pauseMu.Unlock()
+		}()
 		if !paused {
 			l.poke()
 		}
