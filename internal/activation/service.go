@@ -571,8 +571,8 @@ func (s *Service) SetPaused(ctx context.Context, paused bool) error {
 		l.paused.Store(paused)
 		l.pauseMu.Unlock()
 		// Until the queue holds the change, a refresh (refreshPaused)
-		// reads the state before it: it must not store that (a pause
-		// undone so let a run start at its creation).
+		// reads the state from before it and must not store that: an
+		// undone pause let a run start at its creation.
 		defer func() {
 			l.pauseMu.Lock()
 			l.pauseGen++
