@@ -13,7 +13,7 @@ import (
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
 
-func newApp(t *testing.T, s *store.Store, userID, slug string) *store.App {
+func newApp(t testing.TB, s *store.Store, userID, slug string) *store.App {
 	t.Helper()
 	now := store.Now()
 	a := &store.App{ID: uuid.Must(uuid.NewV7()).String(), UserID: userID, Name: slug, Slug: slug, CreatedAt: now, UpdatedAt: now}
@@ -21,7 +21,7 @@ func newApp(t *testing.T, s *store.Store, userID, slug string) *store.App {
 	return a
 }
 
-func newAgent(t *testing.T, s *store.Store, app *store.App, name, description string) *store.Agent {
+func newAgent(t testing.TB, s *store.Store, app *store.App, name, description string) *store.Agent {
 	t.Helper()
 	now := store.Now()
 	a := &store.Agent{ID: uuid.Must(uuid.NewV7()).String(), AppID: app.ID, UserID: app.UserID, Name: name, Description: description,

@@ -17,7 +17,7 @@ import (
 
 // Every test here runs on SQLite and on PostgreSQL through testdb.ForEach.
 
-func newUser(t *testing.T, s *store.Store, email string, adminIfFirst bool) *store.User {
+func newUser(t testing.TB, s *store.Store, email string, adminIfFirst bool) *store.User {
 	t.Helper()
 	u := userAt(email)
 	require.NoError(t, s.UserCreate(context.Background(), u, adminIfFirst))
