@@ -659,11 +659,12 @@ func (s *Store) ActivationCountsSince(ctx context.Context, since time.Time) (com
 	return completed, failed, err
 }
 
-// ActivationDepth counts queued and running activations of all users.
+// ActivationDepth counts queued and running activations of all users,
+// each through its partial index (activations_queued, activations_running),
+// which hold only those rows.
 func (s *Store) ActivationDepth(ctx context.Context) (queued, running int, err error) {
 	err = s.reader().QueryRowContext(ctx, `SELECT
-		COALESCE(SUM(CASE WHEN status = 'queued' THEN 1 ELSE 0 END), 0),
-		COALESCE(SUM(CASE WHEN status = 'running' THEN 1 ELSE 0 END), 0)
-		FROM activations WHERE status IN ('queued', 'running')`).Scan(&queued, &running)
+		(SELECT COUNT(*) FROM activations WHERE status = 'queued'),
+		(SELECT COUNT(*) FROM activations WHERE status = 'running')`).Scan(&queued, &running)
 	return queued, running, err
 }
