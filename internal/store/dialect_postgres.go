@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
@@ -173,4 +175,15 @@ func (postgresDialect) lockMigrations(ctx context.Context, db *sql.DB) (func(), 
 		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, migrationLock)
 		conn.Close()
 	}, nil
+}
+
+// pgxConn is the pgx connection under a database/sql one, as sql.Conn.Raw
+// hands it over, for what database/sql cannot do (LISTEN) or does at a
+// cost (a poll's read: queryRowNative).
+func pgxConn(dc any) (*pgx.Conn, error) {
+	sc, ok := dc.(*stdlib.Conn)
+	if !ok {
+		return nil, fmt.Errorf("store: unexpected driver connection %T", dc)
+	}
+	return sc.Conn(), nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // EventRow is one stored event of a user; Payload is the event's JSON.
@@ -302,12 +301,11 @@ func (s *Store) EventListen(ctx context.Context, channel string, ready func(), f
 	defer conn.Close()
 	var cause error
 	_ = conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			cause = fmt.Errorf("store: listen: unexpected driver connection %T", dc)
+		pc, err := pgxConn(dc)
+		if err != nil {
+			cause = err
 			return driver.ErrBadConn
 		}
-		pc := sc.Conn()
 		if _, err := pc.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 			cause = err
 			return driver.ErrBadConn

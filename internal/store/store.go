@@ -333,11 +333,11 @@ func (s *Store) queryRowNative(ctx context.Context, query string, args []any, sc
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("store: unexpected driver connection %T", dc)
+		pc, err := pgxConn(dc)
+		if err != nil {
+			return err
 		}
-		err := scan(sc.Conn().QueryRow(ctx, query, args...))
+		err = scan(pc.QueryRow(ctx, query, args...))
 		if errors.Is(err, pgx.ErrNoRows) {
 			return sql.ErrNoRows
 		}
