@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/fairshare"
+	"github.com/agentplatform/agentplatform/internal/gcpace"
 	"github.com/agentplatform/agentplatform/internal/queue"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/telemetry"
@@ -111,7 +112,9 @@ func (s *Service) takeClaim() (release func()) {
 	}
 	select {
 	case l.claims <- struct{}{}:
-		return sync.OnceFunc(func() { <-l.claims })
+		// The runs this process holds are what its memory grows with.
+		gcpace.Add(1)
+		return sync.OnceFunc(func() { <-l.claims; gcpace.Add(-1) })
 	default:
 		return nil
 	}
