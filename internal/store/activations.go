@@ -637,11 +637,20 @@ func (s *Store) ActivationLastInput(ctx context.Context, userID, agentID string)
 // ActivationChatHistory returns the completed turns of a chat with an agent
 // created before `before`, oldest first, at most limit of the latest ones.
 func (s *Store) ActivationChatHistory(ctx context.Context, userID, agentID, chatID string, before time.Time, limit int) ([]Activation, error) {
-	turns, err := queryAll(ctx, s.reader(), scanActivation, `SELECT `+s.activationColumns()+` FROM activations
-		WHERE agent_id = $1 AND chat_id = $2 AND user_id = $3 AND status = 'completed' AND created_at < $4
-		ORDER BY created_at DESC LIMIT $5`, agentID, chatID, userID, s.ts(before), limit)
+	turns, err := queryAll(ctx, s.reader(), scanActivation, s.chatHistorySQL(), agentID, chatID, userID, s.ts(before), limit)
 	slices.Reverse(turns) // the latest turns, read newest first, sent oldest first
 	return turns, err
+}
+
+// chatHistorySQL is ActivationChatHistory's statement. The chat's index
+// finds its turns at once; SQLite took the user's index instead (both
+// serve the order) and walked the user's history back to the chat's
+// turns: 52 ms a turn with 50,000 runs of the user, where PostgreSQL
+// took 0.26 ms.
+func (s *Store) chatHistorySQL() string {
+	return `SELECT ` + s.activationColumns() + ` FROM ` + s.d.indexedBy("activations", "activations_chat") + `
+		WHERE agent_id = $1 AND chat_id = $2 AND user_id = $3 AND status = 'completed' AND created_at < $4
+		ORDER BY created_at DESC LIMIT $5`
 }
 
 // ActivationsRunningOn lists the ids of activations a worker is running.

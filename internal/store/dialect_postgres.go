@@ -42,6 +42,8 @@ func (postgresDialect) jsonStore(p string) string    { return p }
 func (postgresDialect) jsonLoad(col string) string   { return col }
 func (postgresDialect) jsonPath(field string) string { return field }
 
+func (postgresDialect) indexedBy(table, _ string) string { return table }
+
 // jsonField: a value of another JSON type (stored before its field's type
 // changed) is NULL, as a missing one: a cast of it would fail the whole
 // list.

@@ -40,6 +40,8 @@ func (sqliteDialect) jsonStore(p string) string    { return "jsonb(" + p + ")" }
 func (sqliteDialect) jsonLoad(col string) string   { return "json(" + col + ")" }
 func (sqliteDialect) jsonPath(field string) string { return `$."` + field + `"` }
 
+func (sqliteDialect) indexedBy(table, index string) string { return table + " INDEXED BY " + index }
+
 // jsonField compares mixed types without failing, so needs no guard.
 func (sqliteDialect) jsonField(p, compare string) string { return "json_extract(data, " + p + ")" }
 

@@ -212,3 +212,6 @@ func SetAgentCacheTTL(s *Store, ttl time.Duration) {
 	s.agents.ttl = ttl
 	s.agents.mu.Unlock()
 }
+
+// ChatHistorySQL is ActivationChatHistory's statement, for its plan.
+func (s *Store) ChatHistorySQL() string { return s.chatHistorySQL() }
