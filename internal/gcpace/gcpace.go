@@ -23,12 +23,12 @@ import (
 )
 
 const (
-	// High is the runs in flight from which the collector runs at
-	// busyPercent; Low the count below which it is back at the default.
+	// high is the runs in flight from which the collector runs at
+	// busyPercent; low the count below which it is back at the default.
 	// Apart, so that a count hovering around one of them does not switch
 	// at every run.
-	High = 2000
-	Low  = 1000
+	high = 2000
+	low  = 1000
 	// busyPercent is GOGC while busy: the heap grows by half of what is
 	// live before a collection, instead of all of it.
 	busyPercent = 50
@@ -43,11 +43,11 @@ var (
 )
 
 // Add counts runs starting (delta > 0) or ending (delta < 0) in this
-// process, and switches the collector's pace when the count crosses High
-// or Low. It is cheap when it does not switch: an atomic add and a load.
+// process, and switches the collector's pace when the count crosses high
+// or low. It is cheap when it does not switch: an atomic add and a load.
 func Add(delta int) {
 	n := inflight.Add(int64(delta))
-	if (n >= High) != busy.Load() && (n >= High || n < Low) {
+	if (n >= high) != busy.Load() && (n >= high || n < low) {
 		settle()
 	}
 }
@@ -60,9 +60,9 @@ func settle() {
 	n := inflight.Load()
 	want := busy.Load()
 	switch {
-	case n >= High:
+	case n >= high:
 		want = true
-	case n < Low:
+	case n < low:
 		want = false
 	}
 	if want == busy.Load() {
@@ -78,6 +78,3 @@ func settle() {
 		debug.SetGCPercent(defaultPercent)
 	}
 }
-
-// Busy reports whether the collector runs at the busy pace.
-func Busy() bool { return busy.Load() }

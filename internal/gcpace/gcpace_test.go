@@ -26,24 +26,24 @@ func reset(t *testing.T) {
 	})
 }
 
-// The pace switches at High and back below Low, not between.
+// The pace switches at high and back below low, not between.
 func TestPaceFollowsRunsInFlight(t *testing.T) {
 	t.Setenv("GOGC", "")
 	reset(t)
 	debug.SetGCPercent(defaultPercent)
-	Add(High - 1)
-	require.False(t, Busy())
+	Add(high - 1)
+	require.False(t, busy.Load())
 	require.Equal(t, defaultPercent, percent())
 	Add(1)
-	require.True(t, Busy())
+	require.True(t, busy.Load())
 	require.Equal(t, busyPercent, percent())
-	Add(Low - High) // Low in flight: still busy
-	require.True(t, Busy())
+	Add(low - high) // low in flight: still busy
+	require.True(t, busy.Load())
 	require.Equal(t, busyPercent, percent())
 	Add(-1)
-	require.False(t, Busy())
+	require.False(t, busy.Load())
 	require.Equal(t, defaultPercent, percent())
-	Add(-(Low - 1))
+	Add(-(low - 1))
 	require.Zero(t, inflight.Load())
 }
 
@@ -52,11 +52,11 @@ func TestOperatorsGOGCStands(t *testing.T) {
 	t.Setenv("GOGC", "200")
 	reset(t)
 	debug.SetGCPercent(200)
-	Add(High)
-	require.True(t, Busy())
+	Add(high)
+	require.True(t, busy.Load())
 	require.Equal(t, 200, percent())
-	Add(-High)
-	require.False(t, Busy())
+	Add(-high)
+	require.False(t, busy.Load())
 	require.Equal(t, 200, percent())
 }
 
@@ -69,16 +69,16 @@ func TestPaceUnderConcurrentRuns(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			for range 3 * High {
+			for range 3 * high {
 				Add(1)
 			}
-			for range 3 * High {
+			for range 3 * high {
 				Add(-1)
 			}
 		})
 	}
 	wg.Wait()
 	require.Zero(t, inflight.Load())
-	require.False(t, Busy())
+	require.False(t, busy.Load())
 	require.Equal(t, defaultPercent, percent())
 }
