@@ -238,7 +238,6 @@ func (s *Store) ActivationClaimMany(ctx context.Context, ids []string, workerID 
 	args := make([]any, 0, len(ids)+2)
 	args = append(args, workerID, s.ts(now))
 	for _, id := range ids {
-		s.changingActivation(id)
 		args = append(args, id)
 	}
 	return s.claimWhere(ctx, "", placeholders(3, len(ids)), args)

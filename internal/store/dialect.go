@@ -58,17 +58,17 @@ type dialect interface {
 	jsonLoad(col string) string
 	// jsonPath is the path, bound as a parameter, of a top-level field.
 	jsonPath(field string) string
+	// jsonField is the field at the bound path p of data, typed for
+	// compare (CompareText, CompareNumber, CompareBool).
+	jsonField(p, compare string) string
+	// jsonValue is v as jsonField's SQL compares it.
+	jsonValue(v any, compare string) any
 
 	// indexedBy is table in a FROM clause, read through index where the
 	// database needs telling: SQLite has no statistics (no ANALYZE runs)
 	// and, between two indexes that both serve a query, may take the one
 	// that makes it walk a user's whole history.
 	indexedBy(table, index string) string
-	// jsonField is the field at the bound path p of data, typed for
-	// compare (CompareText, CompareNumber, CompareBool).
-	jsonField(p, compare string) string
-	// jsonValue is v as jsonField's SQL compares it.
-	jsonValue(v any, compare string) any
 
 	// appendEvents stores the rows, all of one user, and sets their Seq,
 	// consecutive and in order; first is how many events the transaction

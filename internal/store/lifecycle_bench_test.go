@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
@@ -30,7 +31,7 @@ func BenchmarkActivationLifecycle(b *testing.B) {
 			u := newUser(b, s, "bench@x.io", false)
 			agent := newAgent(b, s, newApp(b, s, u.ID, "bench"), "g", "")
 			worker := uuid.NewString()
-			run := func() {
+			run := func() error {
 				now := store.Now()
 				a := &store.Activation{ID: uuid.Must(uuid.NewV7()).String(), UserID: u.ID, AppID: agent.AppID, AgentID: agent.ID,
 					Status: store.StatusRunning, Priority: 2, CreatedAt: now, StartedAt: &now, WorkerID: worker, Attempt: 1,
@@ -40,29 +41,30 @@ func BenchmarkActivationLifecycle(b *testing.B) {
 						Payload: []byte(`{"activation_id":"` + a.ID + `","status":"running"}`), CreatedAt: now}
 				}
 				if err := s.ActivationCreateRecorded(ctx, a, ev("activation.created"), ev("activation.started")); err != nil {
-					b.Fatal(err)
+					return err
 				}
 				_, ok, err := s.ActivationFinishRecorded(ctx, a.ID, store.Outcome{Status: store.StatusCompleted,
 					OutputData: json.RawMessage(`{"content":"hi"}`), CompletedAt: store.Now()}, []*store.EventRow{ev("activation.completed")})
-				if err != nil || !ok {
-					b.Fatal(fmt.Sprint("finish: ", ok, err))
+				if err == nil && !ok {
+					err = fmt.Errorf("finish: activation %s was not running", a.ID)
 				}
+				return err
 			}
-			history := make(chan struct{}, 64)
+			var history errgroup.Group
+			history.SetLimit(64)
 			for range 20000 {
-				history <- struct{}{}
-				go func() { run(); <-history }()
+				history.Go(run)
 			}
-			for range cap(history) {
-				history <- struct{}{}
-			}
-			require.Len(b, history, cap(history))
+			require.NoError(b, history.Wait())
 			cpu := processCPU()
 			b.SetParallelism(32) // 64 callers on 2 cores
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					run()
+					if err := run(); err != nil {
+						b.Error(err) // not Fatal: this is not the benchmark's goroutine
+						return
+					}
 				}
 			})
 			b.StopTimer()
