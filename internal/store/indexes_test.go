@@ -34,6 +34,7 @@ func TestActivationPartialIndexesServeTheirQueries(t *testing.T) {
 			{"activations_queued", `SELECT COUNT(*) FROM activations WHERE status = 'queued'`, nil},
 			{"activations_idempotency", `SELECT id FROM activations WHERE user_id = $1 AND idempotency_key = $2`, []any{user, "k"}},
 			{"activations_chat", `SELECT COUNT(*) FROM activations WHERE user_id = $1 AND chat_id = $2`, []any{user, "c"}},
+			{"activations_completed", `SELECT COUNT(*) FROM activations WHERE completed_at >= $1`, []any{"2026-01-01T00:00:00Z"}},
 			// The store's own statement: on SQLite it names its index.
 			{"activations_chat", s.ChatHistorySQL(), []any{agent, "c", user, "2026-01-01T00:00:00Z", 20}},
 		} {
