@@ -11,11 +11,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/activation"
+	"github.com/agentplatform/agentplatform/internal/cputime"
 	"github.com/agentplatform/agentplatform/internal/egress/egresstest"
 	"github.com/agentplatform/agentplatform/internal/events"
 	"github.com/agentplatform/agentplatform/internal/store"
@@ -357,7 +357,7 @@ func BenchmarkToolLoop(b *testing.B) {
 					return n
 				}
 				before := rows()
-				cpu := processCPU()
+				cpu := cputime.Process()
 				b.ReportAllocs()
 				b.SetParallelism(4)
 				b.ResetTimer()
@@ -384,18 +384,11 @@ func BenchmarkToolLoop(b *testing.B) {
 					}
 				})
 				b.StopTimer()
-				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(cputime.Process()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(float64(rows()-before)/float64(b.N), "rows/op")
 			})
 		}
 	}
-}
-
-// processCPU is the CPU time this process has used, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkReach is one echo LLM agent called three ways, each answering
@@ -435,12 +428,12 @@ func BenchmarkReach(b *testing.B) {
 		for _, w := range ways {
 			b.Run(string(d)+"/"+w.name, func(b *testing.B) {
 				before := rows()
-				cpu := processCPU()
+				cpu := cputime.Process()
 				b.ReportAllocs()
 				b.ResetTimer()
 				w.call(b, e.url, key, client, b.N)
 				b.StopTimer()
-				b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+				b.ReportMetric(float64(cputime.Process()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 				b.ReportMetric(float64(rows()-before)/float64(b.N), "rows/op")
 			})
 		}
@@ -452,9 +445,9 @@ func BenchmarkReach(b *testing.B) {
 				// collect is paid in the next.
 				for j := range ways {
 					i := (round + j) % len(ways)
-					cpu := processCPU()
+					cpu := cputime.Process()
 					ways[i].call(b, e.url, key, client, block)
-					spent[i] += processCPU() - cpu
+					spent[i] += cputime.Process() - cpu
 				}
 			}
 			perCall := func(i int) float64 { return float64(spent[i]) / float64(time.Millisecond) / float64(b.N*block) }

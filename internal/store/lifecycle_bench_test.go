@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/agentplatform/agentplatform/internal/cputime"
 	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/testdb"
 )
@@ -56,7 +55,7 @@ func BenchmarkActivationLifecycle(b *testing.B) {
 				history.Go(run)
 			}
 			require.NoError(b, history.Wait())
-			cpu := processCPU()
+			cpu := cputime.Process()
 			b.SetParallelism(32) // 64 callers on 2 cores
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
@@ -68,15 +67,7 @@ func BenchmarkActivationLifecycle(b *testing.B) {
 				}
 			})
 			b.StopTimer()
-			b.ReportMetric(float64((processCPU()-cpu).Microseconds())/float64(b.N), "cpu-µs/run")
+			b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(b.N), "cpu-µs/run")
 		})
 	}
-}
-
-// processCPU is the CPU time this process has used, user and system: on
-// PostgreSQL the server's share is not in it.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
