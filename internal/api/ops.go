@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/agentplatform/agentplatform/internal/apperr"
+	"github.com/agentplatform/agentplatform/internal/store"
 	"github.com/agentplatform/agentplatform/internal/version"
 )
 
@@ -44,7 +46,10 @@ func (a *API) readyz(ctx context.Context, _ *struct{}) (*statusOutput, error) {
 	}
 	if err := a.Store.Migrated(ctx); err != nil {
 		logger(ctx).WarnContext(ctx, "not ready", "err", err)
-		return nil, unavailable("Database migrations pending")
+		if errors.Is(err, store.ErrMigrationsPending) {
+			return nil, unavailable("Database migrations pending")
+		}
+		return nil, unavailable("Database unreachable")
 	}
 	return ok(), nil
 }

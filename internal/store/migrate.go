@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"embed"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -83,8 +84,16 @@ func (s *Store) migrate(ctx context.Context, log *slog.Logger, riverTarget int) 
 	for _, v := range res.Versions {
 		log.Info("river migration applied", "version", v.Version)
 	}
+	// Both schemas are now this binary's latest: readiness probes need not
+	// ask again (a flood of first probes would otherwise queue a check each
+	// behind SQLite's single writer).
+	s.migrated.Store(riverTarget == 0)
 	return nil
 }
+
+// ErrMigrationsPending is Migrated's answer for a schema older than this
+// binary's; any other error means the check itself failed.
+var ErrMigrationsPending = errors.New("store: migrations pending")
 
 // Migrated reports whether every known migration has been applied (the
 // readiness check). A schema does not go back under a running binary, so a
@@ -100,10 +109,10 @@ func (s *Store) Migrated(ctx context.Context) error {
 	}
 	pending, err := p.HasPending(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("store: check migrations: %w", err)
 	}
 	if pending {
-		return fmt.Errorf("store: migrations pending")
+		return ErrMigrationsPending
 	}
 	s.migrated.Store(true)
 	return nil

@@ -224,7 +224,23 @@ func TestUnmigratedIsNotReady(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
 		s := testdb.Unmigrated(t, d)
-		require.Error(t, s.Migrated(ctx))
+		require.ErrorIs(t, s.Migrated(ctx), store.ErrMigrationsPending)
+	})
+}
+
+// TestMigratedAfterOwnMigrate: a store that brought its own schema up to
+// date is ready without asking the database again. serve's first readiness
+// probes used to queue a schema check each behind SQLite's single writer
+// connection, and under load one ran past its 2 s deadline and answered
+// 503 "migrations pending" (TestSIGTERMDuringRequests in CI).
+func TestMigratedAfterOwnMigrate(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
+		s := testdb.Unmigrated(t, d)
+		require.NoError(t, s.Migrate(context.Background(), testdb.Logger()))
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.NoError(t, s.Migrated(done), "no database round trip after a successful Migrate")
 	})
 }
 
