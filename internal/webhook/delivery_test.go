@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,12 +121,21 @@ func TestDeliveryStates(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
 		b := setupWith(t, d, webhook.Options{RetryDelays: []time.Duration{20 * time.Millisecond, time.Hour}}, testdb.Logger())
+		// The first answer is slow: a retry's delay runs from the end of
+		// the attempt, not from its start (the record's created_at), as a
+		// loaded CI machine once showed.
+		const slow = 1200 * time.Millisecond
+		var answered atomic.Int32
 		hs := egresstest.NewServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if answered.Add(1) == 1 {
+				time.Sleep(slow)
+			}
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}))
 		actID := b.activation(t)
 		require.NoError(t, b.svc.EnqueueTx(ctx, nil, b.appID, hs.URL+"/hook", event(b.owner.UserID, actID)))
 		list := b.awaitDeliveries(t, actID, 2)
+		seen := store.Now()
 		for i, dl := range list {
 			require.Equal(t, i+1, dl.Attempt)
 			require.Equal(t, 503, dl.StatusCode)
@@ -133,8 +143,14 @@ func TestDeliveryStates(t *testing.T) {
 			require.Equal(t, store.DeliveryRetrying, dl.State)
 			require.NotNil(t, dl.NextAttempt)
 		}
-		require.WithinDuration(t, list[0].CreatedAt.Add(20*time.Millisecond), *list[0].NextAttempt, time.Second)
-		require.WithinDuration(t, list[1].CreatedAt.Add(time.Hour), *list[1].NextAttempt, time.Second)
+		require.GreaterOrEqual(t, list[0].DurationMS, int(slow.Milliseconds()))
+		// Each attempt's delay, counted from the attempt's end: after its
+		// start plus its duration, and before this test saw it recorded.
+		for i, delay := range []time.Duration{20 * time.Millisecond, time.Hour} {
+			ended := list[i].CreatedAt.Add(time.Duration(list[i].DurationMS) * time.Millisecond)
+			require.False(t, list[i].NextAttempt.Before(ended.Add(delay)), "attempt %d: next %s, ended %s", i+1, list[i].NextAttempt, ended)
+			require.False(t, list[i].NextAttempt.After(seen.Add(delay)), "attempt %d: next %s, seen %s", i+1, list[i].NextAttempt, seen)
+		}
 
 		// With one attempt left, the failure gives up.
 		b2 := setupWith(t, d, webhook.Options{RetryDelays: []time.Duration{10 * time.Millisecond}}, testdb.Logger())
