@@ -40,18 +40,20 @@ func (a *API) healthz(context.Context, *struct{}) (*statusOutput, error) { retur
 func (a *API) readyz(ctx context.Context, _ *struct{}) (*statusOutput, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if err := a.Store.Ping(ctx); err != nil {
+	err := a.Store.Ping(ctx)
+	if err == nil {
+		err = a.Store.Migrated(ctx)
+	}
+	switch {
+	case err == nil:
+		return ok(), nil
+	case errors.Is(err, store.ErrMigrationsPending):
+		logger(ctx).WarnContext(ctx, "not ready", "err", err)
+		return nil, unavailable("Database migrations pending")
+	default:
 		logger(ctx).WarnContext(ctx, "not ready: database unreachable", "err", err)
 		return nil, unavailable("Database unreachable")
 	}
-	if err := a.Store.Migrated(ctx); err != nil {
-		logger(ctx).WarnContext(ctx, "not ready", "err", err)
-		if errors.Is(err, store.ErrMigrationsPending) {
-			return nil, unavailable("Database migrations pending")
-		}
-		return nil, unavailable("Database unreachable")
-	}
-	return ok(), nil
 }
 
 func unavailable(detail string) error {

@@ -84,9 +84,7 @@ func (s *Store) migrate(ctx context.Context, log *slog.Logger, riverTarget int) 
 	for _, v := range res.Versions {
 		log.Info("river migration applied", "version", v.Version)
 	}
-	// Both schemas are now this binary's latest: readiness probes need not
-	// ask again (a flood of first probes would otherwise queue a check each
-	// behind SQLite's single writer).
+	// Both schemas are now this binary's latest (Migrated).
 	s.migrated.Store(riverTarget == 0)
 	return nil
 }
@@ -97,8 +95,9 @@ var ErrMigrationsPending = errors.New("store: migrations pending")
 
 // Migrated reports whether every known migration has been applied (the
 // readiness check). A schema does not go back under a running binary, so a
-// success is remembered: probes then cost nothing, and never queue behind
-// writes on SQLite's single writer connection.
+// success, this check's or Migrate's, is remembered: probes then cost
+// nothing, and a flood of them (a node's first, all at once) never queues
+// behind writes on SQLite's single writer connection.
 func (s *Store) Migrated(ctx context.Context) error {
 	if s.migrated.Load() {
 		return nil

@@ -120,7 +120,8 @@ func TestDeliveryStates(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
-		b := setupWith(t, d, webhook.Options{RetryDelays: []time.Duration{20 * time.Millisecond, time.Hour}}, testdb.Logger())
+		delays := []time.Duration{20 * time.Millisecond, time.Hour}
+		b := setupWith(t, d, webhook.Options{RetryDelays: delays}, testdb.Logger())
 		// The first answer is slow: a retry's delay runs from the end of
 		// the attempt, not from its start (the record's created_at), as a
 		// loaded CI machine once showed.
@@ -146,7 +147,7 @@ func TestDeliveryStates(t *testing.T) {
 		require.GreaterOrEqual(t, list[0].DurationMS, int(slow.Milliseconds()))
 		// Each attempt's delay, counted from the attempt's end: after its
 		// start plus its duration, and before this test saw it recorded.
-		for i, delay := range []time.Duration{20 * time.Millisecond, time.Hour} {
+		for i, delay := range delays {
 			ended := list[i].CreatedAt.Add(time.Duration(list[i].DurationMS) * time.Millisecond)
 			require.False(t, list[i].NextAttempt.Before(ended.Add(delay)), "attempt %d: next %s, ended %s", i+1, list[i].NextAttempt, ended)
 			require.False(t, list[i].NextAttempt.After(seen.Add(delay)), "attempt %d: next %s, seen %s", i+1, list[i].NextAttempt, seen)
