@@ -200,11 +200,17 @@ func (c *concurrency) counts() (most, total int) {
 // 4 at once; the rest get the error result; every call has its result in
 // the next request, in call order. Without parallel_tool_calls they run
 // one at a time.
+//
+// The flood costs ~2 s of CPU under the race detector, and CI runs it
+// beside the other packages' tests on 2 cores: starved that way (1/15 of
+// a core) it took over 20 s, and a call could wait more than 5 s for the
+// fourth to come. Its deadlines allow for that; a run that never gets 4
+// calls in flight still fails (at the deadline, with the counts).
 func TestToolLoopTooManyCalls(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, d store.Dialect) {
 		f := newFakeEnv(t, d, llm.TypeOpenAICompatible)
-		srv := newConcurrency(t, 4, 5*time.Second)
+		srv := newConcurrency(t, 4, 30*time.Second)
 		tools := []map[string]any{{"type": "http", "name": "ping", "method": "POST", "url": srv.srv.URL + "/ping",
 			"parameters": map[string]any{"type": "object"}}}
 		calls := func(n int) []llm.ToolCall {
@@ -218,7 +224,13 @@ func TestToolLoopTooManyCalls(t *testing.T) {
 		_, parallel := f.agent(tools, nil)
 		f.fake.Queue(llmtest.Reply{ToolCalls: calls(1000)}, llmtest.Reply{Text: "done"})
 		id := f.start(parallel, "flood")
-		done := f.await(f.tok, id)
+		t.Cleanup(func() {
+			if t.Failed() {
+				most, total := srv.counts()
+				t.Logf("HTTP tool calls: %d in all, at most %d at once", total, most)
+			}
+		})
+		done := f.awaitWithin(f.tok, id, 2*time.Minute)
 		require.Equal(t, "completed", done.str("status"), done.str("error"))
 		require.EqualValues(t, 1002, done.JSON["output_data"].(map[string]any)["steps"])
 		most, total := srv.counts()
